@@ -1,0 +1,34 @@
+"""What the hardware model is asked to run: operands, sizes and a per-vector instruction mix.
+
+A Job is built by the launcher from an operator call; the model never sees operator
+names except as a label for the trace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from dspsim.sim.memory import Span
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand of a call: its C argument name and where its bytes live."""
+
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Job:
+    """One operator call, as the hardware sees it."""
+
+    label: str  # for the trace and reports only
+    dtype: str  # a key of DTYPE_BITS
+    itemsize: int  # bytes per element
+    length: int
+    inputs: tuple[Operand, ...]
+    outputs: tuple[Operand, ...]
+    mix: Mapping[str, int]  # instruction counts for one vector iteration
+    storage: str  # "shared" (DMA tile pipeline over cores) or "private" (one core, from L2)
+    cores: tuple[int, ...]  # the cores that take part, in increasing order

@@ -1,0 +1,208 @@
+"""Simulated memory: the chip's address map with lazily allocated storage.
+
+Each region is backed by an anonymous mmap, so a 2 GiB DDR costs host memory only for the
+pages actually written, and numpy views into it are zero-copy. The bytes ever written are
+tracked as a set of intervals (one entry per write, never per byte): reading bytes that
+were never written is an error rather than silent zeros.
+"""
+from __future__ import annotations
+
+import bisect
+import mmap
+from dataclasses import dataclass
+
+import numpy as np
+
+from dspsim.sim.config import ChipConfig
+from dspsim.sim.errors import AddressError, ArgumentError
+
+
+class IntervalSet:
+    """A set of disjoint half-open byte intervals, merged on insertion."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def add(self, start: int, end: int) -> None:
+        if end <= start:
+            return
+        i = bisect.bisect_left(self._ends, start)  # first interval that may touch
+        j = bisect.bisect_right(self._starts, end)  # past the last that may touch
+        if i < j:
+            start = min(start, self._starts[i])
+            end = max(end, self._ends[j - 1])
+        self._starts[i:j] = [start]
+        self._ends[i:j] = [end]
+
+    def first_gap(self, start: int, end: int) -> tuple[int, int] | None:
+        """The first sub-range of [start, end) not in the set, or None if all is covered."""
+        if end <= start:
+            return None
+        i = bisect.bisect_right(self._starts, start) - 1
+        if i >= 0 and self._ends[i] >= end:
+            return None
+        gap_start = start if i < 0 or self._ends[i] <= start else self._ends[i]
+        nxt = bisect.bisect_right(self._starts, gap_start)
+        gap_end = min(end, self._starts[nxt]) if nxt < len(self._starts) else end
+        return gap_start, gap_end
+
+
+class Storage:
+    """The bytes of one region: a lazily committed anonymous mapping."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._map = mmap.mmap(-1, size)
+        self.buffer = np.frombuffer(self._map, dtype=np.uint8)
+        self.written = IntervalSet()
+
+
+@dataclass(frozen=True)
+class Span:
+    """A resolved byte range: which region (and which core's L2) and where inside it."""
+
+    region: str  # "ddr", "shared_sram" or "l2"
+    core: int | None  # the core owning an L2 span; None for shared regions
+    offset: int
+    nbytes: int
+    address: int
+    local: bool = False  # named through a core-local L2 address
+
+    @property
+    def end_offset(self) -> int:
+        return self.offset + self.nbytes
+
+    def same_storage(self, other: "Span") -> bool:
+        return self.region == other.region and self.core == other.core
+
+    def overlaps(self, other: "Span") -> bool:
+        return (self.same_storage(other) and self.offset < other.end_offset
+                and other.offset < self.end_offset)
+
+
+class Memory:
+    """The memory map of one chip instance, with its contents."""
+
+    def __init__(self, config: ChipConfig) -> None:
+        self.config = config
+        self._shared = {r.name: Storage(r.size_bytes) for r in config.shared_regions}
+        self._l2: dict[int, Storage] = {}
+
+    # --------------------------------------------------------------- address resolution
+    def describe(self) -> str:
+        """The memory map as text, for error messages and `dspsim chips`."""
+        cfg = self.config
+        lines = [f"{r.name} [{r.base_address:#010x}, {r.end_address:#010x})"
+                 for r in cfg.shared_regions]
+        l2 = cfg.l2
+        if l2.core_stride_bytes:
+            last = l2.base_address + (cfg.cores - 1) * l2.core_stride_bytes
+            lines.append(f"l2 of core c [{l2.base_address:#010x} + c*{l2.core_stride_bytes:#x}, "
+                         f"+{l2.size_bytes:#x}) for c < {cfg.cores} (last at {last:#010x})")
+        else:
+            lines.append(f"l2 of the executing core [{l2.base_address:#010x}, "
+                         f"{l2.base_address + l2.size_bytes:#010x})")
+        if l2.local_alias_address is not None:
+            lines.append(f"l2 local alias [{l2.local_alias_address:#010x}, "
+                         f"{l2.local_alias_address + l2.size_bytes:#010x})")
+        return "; ".join(lines)
+
+    def _check_core(self, core: int) -> int:
+        if isinstance(core, bool) or not isinstance(core, (int, np.integer)):
+            raise ArgumentError(f"core={core!r} must be a core number")
+        if not 0 <= core < self.config.cores:
+            raise ArgumentError(f"core={core} does not exist on {self.config.name}; "
+                                f"its cores are 0..{self.config.cores - 1}")
+        return int(core)
+
+    def resolve(self, address: int, nbytes: int, *, core: int | None = None,
+                alignment: int = 1) -> Span:
+        """Locate [address, address + nbytes) in the memory map.
+
+        ``core`` picks the L2 that a core-local address (the local alias, or a chip whose L2
+        window is local to each core) refers to; it defaults to core 0.
+        """
+        if isinstance(address, bool) or not isinstance(address, (int, np.integer)):
+            raise AddressError(f"address {address!r} must be an integer")
+        address = int(address)
+        if alignment > 1 and address % alignment:
+            raise AddressError(f"address {address:#x} is not aligned to {alignment} bytes, as its "
+                               f"dtype requires; use an address that is a multiple of {alignment}")
+        cfg = self.config
+        for region in cfg.shared_regions:
+            if region.base_address <= address < region.end_address:
+                return self._bounded(region.name, None, address - region.base_address, nbytes,
+                                     address, region.size_bytes, region.end_address)
+        l2 = cfg.l2
+        local_bases = [l2.local_alias_address] if l2.local_alias_address is not None else []
+        if not l2.core_stride_bytes:
+            local_bases.append(l2.base_address)
+        for base in local_bases:
+            if base <= address < base + l2.size_bytes:
+                owner = self._check_core(0 if core is None else core)
+                return self._bounded("l2", owner, address - base, nbytes, address,
+                                     l2.size_bytes, base + l2.size_bytes, local=True)
+        if l2.core_stride_bytes:
+            rel = address - l2.base_address
+            owner, offset = divmod(rel, l2.core_stride_bytes)
+            if rel >= 0 and owner < cfg.cores and offset < l2.size_bytes:
+                if core is not None and self._check_core(core) != owner:
+                    raise AddressError(f"address {address:#x} is in core {owner}'s L2, not in "
+                                       f"core {core}'s")
+                return self._bounded("l2", owner, offset, nbytes, address, l2.size_bytes,
+                                     address - offset + l2.size_bytes)
+        raise AddressError(f"address {address:#x} is outside every memory region of {cfg.name}; "
+                           f"its memory map: {self.describe()}")
+
+    @staticmethod
+    def _bounded(region, core, offset, nbytes, address, size, end_address, local=False) -> Span:
+        if offset + nbytes > size:
+            label = region if core is None else f"core {core}'s l2"
+            raise AddressError(
+                f"range [{address:#x}, {address + nbytes:#x}) runs {offset + nbytes - size} bytes "
+                f"past the end of {label} at {end_address:#x}; use a lower address or a "
+                f"shorter length")
+        return Span(region, core, offset, nbytes, address, local)
+
+    # --------------------------------------------------------------- contents
+    def _storage(self, span: Span) -> Storage:
+        if span.region != "l2":
+            return self._shared[span.region]
+        if span.core not in self._l2:
+            self._l2[span.core] = Storage(self.config.l2.size_bytes)
+        return self._l2[span.core]
+
+    def view(self, span: Span, dtype: np.dtype) -> np.ndarray:
+        """A zero-copy numpy view of the span's bytes as ``dtype`` (no written check)."""
+        raw = self._storage(span).buffer[span.offset:span.end_offset]
+        return raw.view(dtype)
+
+    def check_written(self, span: Span) -> None:
+        gap = self._storage(span).written.first_gap(span.offset, span.end_offset)
+        if gap is not None:
+            start = span.address + gap[0] - span.offset
+            raise AddressError(
+                f"bytes [{start:#x}, {start + gap[1] - gap[0]:#x}) were never written; "
+                f"write the operand there first (chip.write) before reading it")
+
+    def mark_written(self, span: Span) -> None:
+        self._storage(span).written.add(span.offset, span.end_offset)
+
+    def write(self, address: int, array, *, core: int | None = None) -> Span:
+        """Copy ``array`` (flattened, in its own dtype) to ``address``."""
+        data = np.ascontiguousarray(array).reshape(-1)
+        span = self.resolve(address, data.nbytes, core=core, alignment=data.dtype.itemsize)
+        self.view(span, data.dtype)[:] = data
+        self.mark_written(span)
+        return span
+
+    def read(self, address: int, count: int, dtype, *, core: int | None = None) -> np.ndarray:
+        """A copy of ``count`` elements of ``dtype`` at ``address``."""
+        dtype = np.dtype(dtype)
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ArgumentError(f"count {count!r} must be a non-negative integer")
+        span = self.resolve(address, int(count) * dtype.itemsize, core=core,
+                            alignment=dtype.itemsize)
+        self.check_written(span)
+        return self.view(span, dtype).copy()

@@ -1,0 +1,66 @@
+"""Cost of vector work on one core: a VLIW issue bound over the chip's functional units."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from dspsim.sim.config import DTYPE_BITS, ChipConfig
+from dspsim.sim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class VectorCost:
+    """The per-iteration cost of an instruction mix on one chip and dtype."""
+
+    lanes: int
+    issue_cycles: float  # max over units of (occupancy on that unit / units of that kind)
+    l2_cycles: float  # the iteration's loads and stores at the L2 load/store bandwidth
+    unit_cycles: Mapping[str, float]
+    fill_cycles: float
+    overhead_cycles: float
+
+    @property
+    def iteration_cycles(self) -> float:
+        return max(self.issue_cycles, self.l2_cycles)
+
+    @property
+    def bounding_unit(self) -> str:
+        if self.l2_cycles > self.issue_cycles:
+            return "l2 load/store"
+        return max(self.unit_cycles, key=self.unit_cycles.get)
+
+    def iterations(self, elements: int) -> int:
+        return math.ceil(elements / self.lanes)
+
+    def tile_cycles(self, elements: int) -> float:
+        """Cycles to process one tile of ``elements``: fill, loop overhead, iterations."""
+        if elements <= 0:
+            return 0.0
+        return (self.fill_cycles + self.overhead_cycles
+                + self.iterations(elements) * self.iteration_cycles)
+
+
+def vector_cost(config: ChipConfig, dtype: str, mix: Mapping[str, int]) -> VectorCost:
+    """Cost one vector iteration of ``mix`` on ``config`` for ``dtype``."""
+    vec = config.vector
+    per_unit = {unit: 0.0 for unit in vec.units}
+    for instruction, count in mix.items():
+        spec = vec.instructions.get(instruction)
+        if spec is None:
+            raise ConfigError(
+                f"{config.source}: vector.instructions has no {instruction!r}, which this kernel "
+                f"issues; add it with its unit and occupancy_cycles "
+                f"(known: {', '.join(vec.instructions)})")
+        per_unit[spec.unit] += count * spec.occupancy_cycles
+    unit_cycles = {unit: load / vec.units[unit] for unit, load in per_unit.items()}
+    vector_bytes = vec.lane_width_bits // 8
+    l2_bytes = (mix.get("load", 0) + mix.get("store", 0)) * vector_bytes
+    return VectorCost(
+        lanes=vec.lane_width_bits // DTYPE_BITS[dtype],
+        issue_cycles=max(unit_cycles.values()),
+        l2_cycles=l2_bytes / config.l2.load_store_bytes_per_cycle,
+        unit_cycles=unit_cycles,
+        fill_cycles=vec.pipeline_fill_cycles,
+        overhead_cycles=vec.loop_overhead_cycles_per_tile,
+    )
