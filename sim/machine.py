@@ -118,6 +118,26 @@ def partition(length: int, cores: tuple[int, ...], lanes: int) -> list[tuple[int
     return [tuple(p) for p in parts]
 
 
+def balanced_tiles(start: int, stop: int, largest: int, lanes: int) -> list[tuple[int, int]]:
+    """Cut [start, stop) into as few tiles as ``largest`` allows, of nearly equal size.
+
+    Equal tiles rather than full tiles plus a runt: the last tile's compute and store are
+    not overlapped with anything, so a tile count fixed by L2 capacity is best spread
+    evenly (whole vectors each, the partial vector last).
+    """
+    count = math.ceil((stop - start) / largest)
+    if count <= 1:
+        return [(start, stop)] if stop > start else []
+    vectors = math.ceil((stop - start) / lanes)
+    base, extra = divmod(vectors, count)
+    tiles, first = [], start
+    for index in range(count):
+        last = min(stop, first + (base + (index < extra)) * lanes)
+        tiles.append((first, last))
+        first = last
+    return tiles
+
+
 def tile_elements(config: ChipConfig, job: Job, lanes: int) -> int:
     """Largest whole-vector tile whose doubled input and output buffers fit L2 minus reserve."""
     budget = config.l2.size_bytes - config.l2.reserve_bytes
@@ -204,8 +224,7 @@ class _Model:
     def core_pipeline(self, timing: CoreTiming, tile_size: int):
         """Double-buffered load / compute / store over the core's tiles."""
         env, busy, core = self.env, timing.busy, timing.core
-        tiles = [(first, min(first + tile_size, timing.stop))
-                 for first in range(timing.start, timing.stop, tile_size)]
+        tiles = balanced_tiles(timing.start, timing.stop, tile_size, self.cost.lanes)
         timing.tiles = len(tiles)
         free_inputs = simpy.Container(env, capacity=2, init=2)
         loaded = simpy.Container(env, capacity=2, init=0)

@@ -1,0 +1,102 @@
+"""Timing invariants, golden cycle counts and determinism of the hardware model."""
+import numpy as np
+import pytest
+
+import dspsim
+from dspsim.sim.machine import partition
+from dspsim.sim.trace import trace_bytes
+
+BIG = 1 << 22
+
+
+def timed(chip_name, name, length, core_mask=None, **kw):
+    """A timing-only call on placed zero inputs (numerics do not change timing)."""
+    chip = dspsim.Chip(chip_name)
+    cname = chip.resolve(name)
+    from dspsim.placement import place_operands
+    addresses = place_operands(chip.config, cname, length)
+    for operand in cname.operator.inputs:
+        chip.write(addresses[operand], np.zeros(length, cname.dtype.numpy))
+    args = [addresses.get(a, length) for a in cname.operator.args]
+    extra = {"core_mask": core_mask} if core_mask is not None else {}
+    return chip.call(name, *args, numerics=False, **extra, **kw)
+
+
+def test_large_call_on_all_ft78ne_cores_is_ddr_bound_within_15_percent():
+    r = timed("ft78ne", "fp_relu_grad_s", BIG, 0xff)
+    ddr_bound = r.ddr_bytes / (r.ddr_achievable_gbps * 1e9) * r.clock_mhz * 1e6
+    assert r.bound == "DDR"
+    assert ddr_bound <= r.cycles <= 1.15 * ddr_bound
+
+
+def test_one_core_is_bounded_by_its_dma_engines_not_ddr():
+    r = timed("ft78ne", "fp_relu_grad_s", BIG, 0x1)
+    assert r.bound == "DMA engine"
+    assert r.roofline_terms["DMA engine"] > r.roofline_terms["DDR"]
+
+
+@pytest.mark.parametrize("chip,name,masks", [
+    ("ft78ne", "fp_relu_grad_s", [0x1, 0x3, 0xf, 0xff]),
+    ("mt7004", "hp_relu_grad_s", [0x1, 0x3, 0xf]),
+    ("mt7004", "fp_relu_grad_s", [0x1, 0x3, 0xf]),
+])
+def test_more_cores_never_slower_at_large_lengths(chip, name, masks):
+    # 1, 2, 4, 8 cores: symmetric partitions. (With an odd core count the cores' phases
+    # drift apart and can hide DMA setups slightly better, within 0.5%.)
+    cycles = [timed(chip, name, BIG, m).cycles for m in masks]
+    assert cycles == sorted(cycles, reverse=True), cycles
+
+
+@pytest.mark.parametrize("chip,name,length,mask", [
+    ("ft78ne", "fp_relu_grad_s", 1024, 0xff), ("ft78ne", "fp_relu_grad_s", 100_003, 0x5),
+    ("ft78ne", "fp_relu_grad_s", BIG, 0x1), ("mt7004", "hp_relu_grad_s", 77_777, 0xf),
+    ("mt7004", "fp_relu_grad_p", 139, None), ("ft78ne", "fp_relu_grad_p", 10_000, None),
+])
+def test_never_faster_than_the_roofline(chip, name, length, mask):
+    r = timed(chip, name, length, mask)
+    assert r.cycles >= r.roofline_cycles > 0
+
+
+# Golden cycle counts of canonical calls: a change to the model must show up here. Update
+# them only for an intended model change, and say why in the commit.
+GOLDEN = {
+    ("ft78ne", "fp_relu_grad_s", 1024, 0xff): 2666,
+    ("ft78ne", "fp_relu_grad_s", BIG, 0xff): 5917651,
+    ("ft78ne", "fp_relu_grad_s", BIG, 0x1): 7179121,
+    ("mt7004", "hp_relu_grad_s", 1000, 0xff): 1326,
+    # 9 iterations of 16 lanes x 1.5 cycles + 12 fill + 20 loop overhead = 45.5
+    ("mt7004", "fp_relu_grad_p", 139, None): 46,
+}
+
+
+@pytest.mark.parametrize("key", list(GOLDEN))
+def test_golden_cycles(key):
+    chip, name, length, mask = key
+    assert timed(chip, name, length, mask).cycles == GOLDEN[key]
+
+
+def test_determinism_of_cycles_and_trace_bytes():
+    first = timed("ft78ne", "fp_relu_grad_s", 300_000, 0x7)
+    second = timed("ft78ne", "fp_relu_grad_s", 300_000, 0x7)
+    assert first.cycles == second.cycles
+    assert trace_bytes(first.trace()) == trace_bytes(second.trace())
+
+
+@pytest.mark.parametrize("length,cores,lanes", [
+    (1024, 8, 4), (1000, 8, 4), (7, 8, 4), (139, 3, 16), (100_003, 5, 4), (0, 4, 4)])
+def test_partition_is_contiguous_balanced_and_vector_aligned(length, cores, lanes):
+    parts = partition(length, tuple(range(cores)), lanes)
+    assert parts[0][1] == 0 and parts[-1][2] == length
+    assert all(a[2] == b[1] for a, b in zip(parts, parts[1:]))
+    sizes = [stop - start for _, start, stop in parts]
+    full = [s // lanes for s in sizes]
+    assert max(full) - min(full) <= 1
+    assert all(start % lanes == 0 for _, start, stop in parts if stop > start)
+
+
+def test_events_grow_with_tiles_not_bytes():
+    small = timed("ft78ne", "fp_relu_grad_s", 1 << 18, 0xff)
+    large = timed("ft78ne", "fp_relu_grad_s", 1 << 22, 0xff)
+    per_tile_small = small.scheduled_events / small.tiles
+    per_tile_large = large.scheduled_events / large.tiles
+    assert per_tile_large <= 1.5 * per_tile_small
