@@ -92,7 +92,8 @@ def cmd_run(args, console: Console) -> int:
     with np.errstate(all="ignore"):
         reference = op.reference(*(a.astype(np.float64) for a in typed),
                                  **result.metadata["params"])
-    check = compare(out, reference, cname.dtype, op.tolerance_ulps)
+    check = compare(out, reference, cname.dtype,
+                    op.tolerance(cname.dtype, typed, result.metadata["params"]))
     trace_path = None
     if not args.no_trace:
         trace_path = result.write_trace(args.trace or default_trace_path(result))

@@ -3,21 +3,48 @@
 ``src0`` is the incoming gradient ``dy``; ``src1`` is the activation's forward input ``x``
 (or its output ``y`` where the formula says so). Each operator's instruction mix sits next
 to its math: it is what one vector iteration issues, loads and stores included.
+
+Every ``compute`` works in the call's dtype: numpy rounds each operation to it (see
+:mod:`dspsim.kernels.numerics` for the fused multiply-add and register constants). Each
+``reference`` is the same formula in float64. Where a dtype-faithful evaluation cannot
+stay within ``tolerance_ulps`` of the correctly rounded result, the operator's
+``error_bound`` says how far it may be and why (``eps`` is the dtype's ULP at 1.0,
+``subnormal`` its smallest subnormal).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from dspsim.kernels.operator import Operator
+from dspsim.kernels.numerics import clamp, const, fma, sigmoid_pair, threshold_below
+from dspsim.kernels.operator import Operator, Param
 
 #: C arguments of the family without parameters: (src0, src1, dst, length).
 GRAD_ARGS = ("src0", "src1", "dst", "length")
 GRAD_INPUTS = ("src0", "src1")
 
 
-# relu_grad: dst = src0 where src1 > 0, else 0
+def _grad_args(param: str) -> tuple[str, ...]:
+    """C arguments of the family with one parameter, which follows ``length``."""
+    return GRAD_ARGS + (param,)
+
+
+def _zero(like: np.ndarray) -> np.generic:
+    return const(like, 0)
+
+
+def _sigmoid64(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float64 (sigmoid(z), 1 - sigmoid(z)), without cancellation."""
+    e = np.exp(-np.abs(z))
+    larger, smaller = 1.0 / (1.0 + e), e / (1.0 + e)
+    return np.where(z > 0, larger, smaller), np.where(z > 0, smaller, larger)
+
+
+# --------------------------------------------------------------------------- relu_grad
+# dst = src0 where src1 > 0, else 0
 def _relu_grad(dy, x):
-    return np.where(x > 0, dy, dy.dtype.type(0))
+    return np.where(x > 0, dy, _zero(dy))
 
 
 def _relu_grad_ref(dy, x):
@@ -31,7 +58,400 @@ RELU_GRAD = Operator(
     args=GRAD_ARGS, inputs=GRAD_INPUTS, output="dst", params=(),
     # load dy, load x; compare x > 0; select dy or 0; store
     mix={"load": 2, "cmp": 1, "select": 1, "store": 1},
+    mix_note="one compare and one select: the cheapest gradient",
     compute=_relu_grad, reference=_relu_grad_ref,
 )
 
-OPERATORS = (RELU_GRAD,)
+
+# --------------------------------------------------------------------------- relu6_grad
+# dst = src0 where 0 < src1 < 6, else 0
+def _relu6_grad(dy, x):
+    below_six = np.where(x < const(x, 6), dy, _zero(dy))
+    return np.where(x > 0, below_six, _zero(dy))
+
+
+def _relu6_grad_ref(dy, x):
+    return np.where((x > 0) & (x < 6), dy, 0.0)
+
+
+RELU6_GRAD = Operator(
+    stem="relu6_grad",
+    summary="ReLU6 gradient",
+    formula="dst = src0 where 0 < src1 < 6, else 0   (src1 = x)",
+    args=GRAD_ARGS, inputs=GRAD_INPUTS, output="dst", params=(),
+    # two compares (x > 0, x < 6), two selects (each bound zeroes what it excludes)
+    mix={"load": 2, "cmp": 2, "select": 2, "store": 1},
+    mix_note="two bounds: two compares and two selects",
+    compute=_relu6_grad, reference=_relu6_grad_ref,
+)
+
+
+# --------------------------------------------------------------------------- l_relu_grad
+# dst = src0 where src1 > 0, else alpha * src0
+def _l_relu_grad(dy, x, alpha):
+    return np.where(x > 0, dy, const(dy, alpha) * dy)
+
+
+def _l_relu_grad_ref(dy, x, alpha):
+    return np.where(x > 0, dy, alpha * dy)
+
+
+L_RELU_GRAD = Operator(
+    stem="l_relu_grad",
+    summary="Leaky ReLU gradient",
+    formula="dst = src0 where src1 > 0, else alpha * src0   (src1 = x)",
+    args=_grad_args("alpha"), inputs=GRAD_INPUTS, output="dst",
+    params=(Param("alpha", default=0.01, doc="slope for x <= 0 (C type float)"),),
+    # alpha * dy on every lane (mul), compare x > 0, select
+    mix={"load": 2, "mul": 1, "cmp": 1, "select": 1, "store": 1},
+    mix_note="relu_grad plus one multiply for the negative side",
+    compute=_l_relu_grad, reference=_l_relu_grad_ref,
+)
+
+
+# --------------------------------------------------------------------------- sigmoid_grad
+# dst = src0 * y * (1 - y), src1 = y = sigmoid(x), the forward OUTPUT
+def _sigmoid_grad(dy, y):
+    return (dy * y) * (const(y, 1) - y)
+
+
+def _sigmoid_grad_ref(dy, y):
+    return dy * y * (1.0 - y)
+
+
+def _sigmoid_grad_bound(eps, subnormal, dy, y):
+    # Three roundings (dy*y, 1-y, the product): within 2 ULP for every y in [0, 1]. A y
+    # outside [0, 1] (never a sigmoid output) can make dy*y underflow to a subnormal,
+    # whose absolute rounding error the factor |1 - y| > 1 then magnifies.
+    return 2 * eps * np.abs(dy * y * (1 - y)) + subnormal * (1 + np.abs(1 - y))
+
+
+def _sample_sigmoid_grad(rng, length):
+    return {"src0": rng.standard_normal(length) * 3.0, "src1": rng.uniform(0.0, 1.0, length)}
+
+
+SIGMOID_GRAD = Operator(
+    stem="sigmoid_grad",
+    summary="Sigmoid gradient (src1 is the forward output y)",
+    formula="dst = src0 * y * (1 - y)   (src1 = y = sigmoid(x))",
+    args=GRAD_ARGS, inputs=GRAD_INPUTS, output="dst", params=(),
+    # dy*y (mul), 1-y (sub), product (mul)
+    mix={"load": 2, "mul": 2, "sub": 1, "store": 1},
+    mix_note="y is given, so no exp: two multiplies and a subtract",
+    compute=_sigmoid_grad, reference=_sigmoid_grad_ref, sample=_sample_sigmoid_grad,
+    error_bound=_sigmoid_grad_bound,
+    notes="within 2 ULP for y in [0, 1]; y outside it may underflow dy*y (error_bound)",
+)
+
+
+# --------------------------------------------------------------------------- tanh_grad
+# dst = src0 * (1 - y^2), src1 = y = tanh(x), the forward OUTPUT
+def _tanh_grad(dy, y):
+    # 1 - y*y as one fused multiply-add: rounded once, so |y| close to 1 does not cancel
+    # a rounded y*y against 1
+    return dy * fma(-y, y, const(y, 1))
+
+
+def _tanh_grad_ref(dy, y):
+    return dy * (1.0 - y * y)
+
+
+def _sample_tanh_grad(rng, length):
+    return {"src0": rng.standard_normal(length) * 3.0, "src1": rng.uniform(-1.0, 1.0, length)}
+
+
+TANH_GRAD = Operator(
+    stem="tanh_grad",
+    summary="Tanh gradient (src1 is the forward output y)",
+    formula="dst = src0 * (1 - y^2)   (src1 = y = tanh(x))",
+    args=GRAD_ARGS, inputs=GRAD_INPUTS, output="dst", params=(),
+    # 1 - y*y in one fma, times dy (mul)
+    mix={"load": 2, "fma": 1, "mul": 1, "store": 1},
+    mix_note="one fused multiply-add for 1 - y^2 and one multiply",
+    compute=_tanh_grad, reference=_tanh_grad_ref, sample=_sample_tanh_grad,
+)
+
+
+# --------------------------------------------------------------------------- h_sigmoid_grad
+# dst = src0 / 6 where -3 < src1 < 3, else 0
+def _h_sigmoid_grad(dy, x):
+    sixth = dy * const(dy, 1 / 6)  # a multiply by the rounded constant 1/6: within 1 ULP
+    inside = np.where(x < const(x, 3), sixth, _zero(dy))
+    return np.where(x > const(x, -3), inside, _zero(dy))
+
+
+def _h_sigmoid_grad_ref(dy, x):
+    return np.where((x > -3) & (x < 3), dy / 6, 0.0)
+
+
+H_SIGMOID_GRAD = Operator(
+    stem="h_sigmoid_grad",
+    summary="Hard sigmoid gradient",
+    formula="dst = src0 / 6 where -3 < src1 < 3, else 0   (src1 = x)",
+    args=GRAD_ARGS, inputs=GRAD_INPUTS, output="dst", params=(),
+    # dy * (1/6) (mul); compares x > -3, x < 3; two selects
+    mix={"load": 2, "mul": 1, "cmp": 2, "select": 2, "store": 1},
+    mix_note="relu6_grad's two bounds plus one multiply by 1/6",
+    compute=_h_sigmoid_grad, reference=_h_sigmoid_grad_ref,
+)
+
+
+# --------------------------------------------------------------------------- h_swish_grad
+# dst = 0 where x < -3; src0 * (2x + 3) / 6 where -3 <= x <= 3; src0 where x > 3
+def _h_swish_grad(dy, x):
+    # (2x + 3)/6 as (x + 1.5) * (1/3): x + 1.5 is exact where it is small (x near -1.5),
+    # so the slope crosses zero exactly; then two roundings and the constant's
+    slope = (x + const(x, 1.5)) * const(x, 1 / 3)
+    middle = dy * slope
+    upper = np.where(x > const(x, 3), dy, middle)
+    return np.where(x < const(x, -3), _zero(dy), upper)
+
+
+def _h_swish_grad_ref(dy, x):
+    return np.where(x < -3, 0.0, np.where(x > 3, dy, dy * (2 * x + 3) / 6))
+
+
+H_SWISH_GRAD = Operator(
+    stem="h_swish_grad",
+    summary="Hard swish gradient",
+    formula="dst = 0 where x < -3; src0 * (2x + 3) / 6 where -3 <= x <= 3; src0 where x > 3",
+    args=GRAD_ARGS, inputs=GRAD_INPUTS, output="dst", params=(),
+    # x + 1.5 (add), * 1/3 (mul), * dy (mul); compares x > 3, x < -3; two selects
+    mix={"load": 2, "add": 1, "mul": 2, "cmp": 2, "select": 2, "store": 1},
+    mix_note="a linear ramp (add, two multiplies) between two bounds (two compares, two selects)",
+    compute=_h_swish_grad, reference=_h_swish_grad_ref,
+)
+
+
+# --------------------------------------------------------------------------- gelu_grad
+# GELU with the tanh approximation: gelu(x) = 0.5 x (1 + tanh(z)), z = k (x + c x^3),
+# k = sqrt(2/pi), c = 0.044715. With s = sigmoid(2z) = 0.5 (1 + tanh(z)):
+#   gelu'(x) = s + 2 x s (1 - s) z'   with z' = k (1 + 3 c x^2)
+#            = s * (1 + x (1 - s) * 2k (1 + 3 c x^2))
+# The sigmoid form never computes 1 + tanh(z), which cancels for negative x; 1 - s comes
+# from the stable sigmoid pair. x is clamped to [-11, 11] first: there 2|z| > 104, where
+# exp(-2|z|) is 0 in every supported dtype, so the clamp changes no result and keeps x^3
+# and x^2 from overflowing (fp16 overflows x^2 beyond 256): x = +inf gives dy, -inf 0.
+GELU_K = math.sqrt(2 / math.pi)
+GELU_C = 0.044715
+GELU_CLAMP = 11.0
+
+
+def _gelu_grad(dy, x):
+    xc = clamp(x, -GELU_CLAMP, GELU_CLAMP)
+    x2 = xc * xc
+    twice_z = (const(x, 2 * GELU_K) * xc) * fma(const(x, GELU_C), x2, const(x, 1))
+    s, s_complement = sigmoid_pair(twice_z)
+    twice_dz = fma(const(x, 6 * GELU_C * GELU_K), x2, const(x, 2 * GELU_K))  # 2 z'
+    bracket = fma(xc * s_complement, twice_dz, const(x, 1))
+    return dy * (s * bracket)
+
+
+def _gelu_terms64(x):
+    """float64 pieces of gelu'(x): (s, 1 - s, 2z, second term 2 x s (1-s) z')."""
+    xc = np.clip(x, -GELU_CLAMP, GELU_CLAMP)  # saturated in float64 as well (2|z| > 104)
+    twice_z = 2 * GELU_K * xc * (1 + GELU_C * xc * xc)
+    s, sc = _sigmoid64(twice_z)
+    second = s * xc * sc * 2 * GELU_K * (1 + 3 * GELU_C * xc * xc)
+    return s, sc, twice_z, second
+
+
+def _gelu_grad_ref(dy, x):
+    s, _, _, second = _gelu_terms64(x)
+    return dy * (s + second)
+
+
+def _gelu_grad_bound(eps, subnormal, dy, x):
+    # About ten roundings: 2z rounds (x^2, the fma, two multiplies, the constants k and c
+    # rounded to the dtype) and exp(-2|z|) magnifies an absolute error of 2z by s(1-s):
+    # a relative error of |2z|(1-s) in s, large for negative x. The bracket
+    # 1 + x(1-s)2z' cancels near x = -0.75, where gelu' crosses zero, so its absolute
+    # error is that of the terms, not of the result. Below x ~ -3.7 (fp16) s is subnormal:
+    # an absolute error of a few subnormals, magnified by |dy| (1 + |2 x z'|).
+    s, sc, twice_z, second = _gelu_terms64(x)
+    terms = (1 + np.abs(twice_z) * sc) * np.abs(s) + (1 + np.abs(twice_z)) * np.abs(second)
+    xc = np.clip(np.abs(x), 0, GELU_CLAMP)
+    magnifier = 1 + xc * 2 * GELU_K * (1 + 3 * GELU_C * xc * xc)
+    return np.abs(dy) * (4 * eps * terms + 3 * subnormal * magnifier) + subnormal
+
+
+GELU_GRAD = Operator(
+    stem="gelu_grad",
+    summary="GELU gradient (tanh approximation)",
+    formula="dst = src0 * d/dx[0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))]   (src1 = x)",
+    args=GRAD_ARGS, inputs=GRAD_INPUTS, output="dst", params=(),
+    # clamp (max, min); x^2, 2k*x, *(1 + c x^2), x(1-s), s*bracket, *dy, and the sigmoid's
+    # e*(1/(1+e)) (7 mul); 1 + c x^2, 2z', bracket (3 fma); stable sigmoid: abs, negate
+    # (sub), exp, 1 + e (add), 1/(1+e) (div), compare, two selects
+    mix={"load": 2, "max": 1, "min": 1, "mul": 7, "fma": 3, "abs": 1, "sub": 1, "exp": 1,
+         "add": 1, "div": 1, "cmp": 1, "select": 2, "store": 1},
+    mix_note="an exp and a divide on the special-function unit (20 cycles) for the sigmoid, "
+             "plus ten multiplies: the dearest gradient",
+    compute=_gelu_grad, reference=_gelu_grad_ref, error_bound=_gelu_grad_bound,
+    tolerance_ulps=4,  # ~10 dependent roundings: up to 4 ULP even where nothing cancels
+    notes="up to 4 ULP; near the zero at x = -0.75 and for negative x, error_bound",
+    linear_in="src0",
+)
+
+
+# --------------------------------------------------------------------------- elu_grad
+# dst = src0 where x > 0, else src0 * alpha * exp(x)
+def _elu_grad(dy, x, alpha):
+    # alpha * exp(x) first: it is at most |alpha| for x <= 0, so the product with dy only
+    # overflows where the result does
+    negative_side = dy * (const(dy, alpha) * np.exp(x))
+    return np.where(x > 0, dy, negative_side)
+
+
+def _elu_grad_ref(dy, x, alpha):
+    return np.where(x > 0, dy, dy * alpha * np.exp(np.minimum(x, 0.0)))
+
+
+def _elu_grad_bound(eps, subnormal, dy, x, alpha):
+    # exp(x) is subnormal for x below the dtype's smallest normal exponent (fp16: x < -9.7);
+    # its absolute rounding error (and that of alpha*exp(x)) is then magnified by |dy|.
+    result = np.where(x > 0, dy, dy * alpha * np.exp(np.minimum(x, 0.0)))
+    return 2 * eps * np.abs(result) + subnormal * (np.abs(dy) * (abs(alpha) + 1) + 1)
+
+
+ELU_GRAD = Operator(
+    stem="elu_grad",
+    summary="ELU gradient",
+    formula="dst = src0 where src1 > 0, else src0 * alpha * exp(src1)   (src1 = x)",
+    args=_grad_args("alpha"), inputs=GRAD_INPUTS, output="dst",
+    params=(Param("alpha", default=1.0, doc="scale of the negative side (C type float)"),),
+    # exp(x) on every lane (exp), * alpha, * dy (2 mul), compare x > 0, select
+    mix={"load": 2, "exp": 1, "mul": 2, "cmp": 1, "select": 1, "store": 1},
+    mix_note="one exp on the special-function unit (12 cycles) for the negative side",
+    compute=_elu_grad, reference=_elu_grad_ref, error_bound=_elu_grad_bound,
+    notes="within 2 ULP unless exp(x) is subnormal (error_bound)",
+    linear_in="src0",
+)
+
+
+# --------------------------------------------------------------------------- softplus_grad
+# dst = src0 * sigmoid(x); softplus(x) = log(1 + exp(x)) has sigmoid(x) as its derivative.
+# Stable split: with e = exp(-|x|), sigmoid(x) = 1/(1+e) for x > 0, e/(1+e) otherwise.
+def _softplus_grad(dy, x):
+    e = np.exp(-np.abs(x))
+    numerator = np.where(x > 0, dy, dy * e)
+    return numerator / (const(x, 1) + e)
+
+
+def _softplus_grad_ref(dy, x):
+    s, _ = _sigmoid64(x)
+    return dy * s
+
+
+def _softplus_grad_bound(eps, subnormal, dy, x):
+    # exp(-|x|) is subnormal for |x| beyond the dtype's smallest normal (fp16: 9.7): its
+    # absolute rounding error is magnified by |dy| for negative x.
+    return 2 * eps * np.abs(_softplus_grad_ref(dy, x)) + subnormal * (np.abs(dy) + 1)
+
+
+SOFTPLUS_GRAD = Operator(
+    stem="softplus_grad",
+    summary="Softplus gradient",
+    formula="dst = src0 * sigmoid(src1)   (src1 = x; stable split at x = 0)",
+    args=GRAD_ARGS, inputs=GRAD_INPUTS, output="dst", params=(),
+    # |x| (abs), negate (sub), exp, 1 + e (add), dy*e (mul), compare, select, divide
+    mix={"load": 2, "abs": 1, "sub": 1, "exp": 1, "add": 1, "mul": 1, "cmp": 1, "select": 1,
+         "div": 1, "store": 1},
+    mix_note="a stable sigmoid: exp plus a divide on the special-function unit (20 cycles)",
+    compute=_softplus_grad, reference=_softplus_grad_ref, error_bound=_softplus_grad_bound,
+    notes="within 2 ULP unless exp(-|x|) is subnormal (error_bound)",
+    linear_in="src0",
+)
+
+
+# --------------------------------------------------------------------------- shrink grads
+# dst = src0 where |src1| > lambd, else 0. The float parameter is turned into a threshold
+# of the element type rounded downward, so that every element compares as against the
+# exact lambd (see numerics.threshold_below).
+def _shrink_grad(dy, x, lambd):
+    return np.where(np.abs(x) > threshold_below(x, lambd), dy, _zero(dy))
+
+
+def _shrink_grad_ref(dy, x, lambd):
+    return np.where(np.abs(x) > lambd, dy, 0.0)
+
+
+def _shrink_operator(stem: str, summary: str) -> Operator:
+    return Operator(
+        stem=stem,
+        summary=summary,
+        formula="dst = src0 where |src1| > lambd, else 0   (src1 = x; lambd >= 0)",
+        args=_grad_args("lambd"), inputs=GRAD_INPUTS, output="dst",
+        params=(Param("lambd", default=0.5, minimum=0.0,
+                      doc="half-width of the zeroed band (C type float)"),),
+        # |x| (abs), compare with lambd, select
+        mix={"load": 2, "abs": 1, "cmp": 1, "select": 1, "store": 1},
+        mix_note="relu_grad plus one abs",
+        compute=_shrink_grad, reference=_shrink_grad_ref,
+    )
+
+
+HARD_SHRINK_GRAD = _shrink_operator("hard_shrink_grad", "Hard shrink gradient")
+SOFTSHRINK_GRAD = _shrink_operator("softshrink_grad", "Soft shrink gradient")
+
+
+# --------------------------------------------------------------------------- swish_grad
+# swish(x) = x * sigmoid(beta x); with s = sigmoid(beta x):
+#   swish'(x) = s + beta x s (1 - s) = s * (1 + beta x (1 - s))
+# beta x is clamped to [-104, 104]: beyond, exp(-|beta x|) is 0 in every supported dtype,
+# so the clamp changes no result but keeps beta x (1 - s) from becoming inf * 0 when
+# beta x overflows (x = inf, or a large fp16 x times beta > 1).
+SWISH_CLAMP = 104.0
+
+
+def _swish_grad(dy, x, beta):
+    bx = clamp(const(x, beta) * x, -SWISH_CLAMP, SWISH_CLAMP)
+    s, s_complement = sigmoid_pair(bx)
+    return dy * (s * fma(bx, s_complement, const(x, 1)))
+
+
+def _swish_terms64(x, beta):
+    """float64 pieces of swish'(x): (s, 1 - s, beta x, second term beta x s (1 - s))."""
+    with np.errstate(invalid="ignore"):
+        bx = np.clip(beta * x, -SWISH_CLAMP, SWISH_CLAMP)  # saturated in float64 too
+    s, sc = _sigmoid64(bx)
+    return s, sc, bx, bx * s * sc
+
+
+def _swish_grad_ref(dy, x, beta=1.0):
+    s, _, _, second = _swish_terms64(x, beta)
+    return dy * (s + second)
+
+
+def _swish_grad_bound(eps, subnormal, dy, x, beta=1.0):
+    # Like gelu_grad: beta*x rounds (and beta itself, in fp16), exp(-|beta x|) turns that
+    # into a relative error |beta x|(1-s) of s; the bracket 1 + beta x (1-s) cancels near
+    # beta x = -1.28, where swish' crosses zero; s is subnormal for beta x below the
+    # dtype's smallest normal exponent.
+    s, sc, bx, second = _swish_terms64(x, beta)
+    terms = (1 + np.abs(bx) * sc) * np.abs(s) + (1 + np.abs(bx)) * np.abs(second)
+    return np.abs(dy) * (4 * eps * terms + 3 * subnormal * (1 + np.abs(bx))) + subnormal
+
+
+SWISH_GRAD = Operator(
+    stem="swish_grad",
+    summary="Swish gradient (aclnnSwishBackward)",
+    formula="s = sigmoid(beta x): dst = src0 * (s + beta x s (1 - s))   (src1 = x)",
+    args=_grad_args("beta"), inputs=GRAD_INPUTS, output="dst",
+    params=(Param("beta", default=1.0, minimum=0.0,
+                  doc="slope inside the sigmoid; 1.0 when absent (C type float)"),),
+    # beta*x, e*(1/(1+e)), s*bracket, *dy (4 mul); bracket 1 + bx(1-s) (fma); clamp (max,
+    # min); stable sigmoid: abs, negate (sub), exp, add, div, compare, two selects
+    mix={"load": 2, "mul": 4, "fma": 1, "max": 1, "min": 1, "abs": 1, "sub": 1, "exp": 1,
+         "add": 1, "div": 1, "cmp": 1, "select": 2, "store": 1},
+    mix_note="a stable sigmoid (exp and divide, 20 cycles) plus a few multiplies",
+    compute=_swish_grad, reference=_swish_grad_ref, error_bound=_swish_grad_bound,
+    tolerance_ulps=3,  # six dependent roundings: up to 3 ULP where nothing cancels
+    notes="up to 3 ULP; near the zero at beta x = -1.28 and for negative beta x, error_bound",
+    linear_in="src0",
+)
+
+
+OPERATORS = (RELU_GRAD, RELU6_GRAD, L_RELU_GRAD, SIGMOID_GRAD, TANH_GRAD, H_SIGMOID_GRAD,
+             H_SWISH_GRAD, GELU_GRAD, ELU_GRAD, SOFTPLUS_GRAD, HARD_SHRINK_GRAD,
+             SOFTSHRINK_GRAD, SWISH_GRAD)

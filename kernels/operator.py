@@ -13,6 +13,9 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from dspsim.kernels.check import Tolerance, tolerance_for
+from dspsim.kernels.dtypes import DType
+from dspsim.kernels.numerics import smallest_subnormal
 from dspsim.sim.errors import ArgumentError
 
 
@@ -42,6 +45,9 @@ class Param:
 
 
 Compute = Callable[..., np.ndarray]
+#: error_bound(eps, subnormal, *inputs, **params) -> |error| allowed per element, where
+#: eps is the dtype's ULP at 1.0 and subnormal its smallest subnormal; inputs are float64.
+ErrorBound = Callable[..., np.ndarray]
 
 
 def _standard_inputs(rng: np.random.Generator, length: int, names: tuple[str, ...]):
@@ -63,14 +69,50 @@ class Operator:
     compute: Compute  # compute(*inputs, **params) -> array in the inputs' dtype
     reference: Compute  # the same formula on float64 arrays
     sample: Callable[[np.random.Generator, int], dict[str, np.ndarray]] | None = None
-    # relative tolerance in ULPs of the call's dtype for checks against the reference
+    # ULPs of the call's dtype a result may be from the correctly rounded reference
     tolerance_ulps: float = 2.0
     notes: str = field(default="")
+    # where a formula cancels or an intermediate underflows: the absolute error allowed per
+    # element, with the reason written next to the operator (see kernels/check.py)
+    error_bound: ErrorBound | None = None
+    mix_note: str = ""  # why the instruction mix is what it is, in one line
+    # the gradient input the result is linear in (dst = dy * f(...)): where it is infinite
+    # and f is zero within its error bound in the dtype, the faithful result is inf * 0 =
+    # NaN or an infinity of either sign (see kernels/check.py)
+    linear_in: str | None = None
 
     def __post_init__(self) -> None:
         expected = set(self.inputs) | {self.output, "length"} | {p.name for p in self.params}
         if set(self.args) != expected:
             raise ValueError(f"{self.stem}: args {self.args} do not match operands and params")
+        if self.linear_in is not None and self.linear_in not in self.inputs:
+            raise ValueError(f"{self.stem}: linear_in {self.linear_in!r} is not an input")
+
+    def tolerance(self, dtype: DType, inputs, params: Mapping[str, float]) -> Tolerance:
+        """The check's tolerance for a call in ``dtype`` on these inputs (C order)."""
+        wide = [np.asarray(a).astype(np.float64).reshape(-1) for a in inputs]
+        eps, subnormal = dtype.ulp_at_one, smallest_subnormal(dtype.numpy)
+        with np.errstate(all="ignore"):
+            bound = self._bound(eps, subnormal, wide, params)
+            indeterminate = self._indeterminate(eps, subnormal, wide, params)
+        return tolerance_for(dtype, self.tolerance_ulps, bound, indeterminate)
+
+    def _bound(self, eps, subnormal, wide, params):
+        if self.error_bound is None:
+            return None
+        return self.error_bound(eps, subnormal, *wide, **params)
+
+    def _indeterminate(self, eps, subnormal, wide, params):
+        """Elements with an infinite gradient whose factor is zero within its error bound."""
+        if self.linear_in is None:
+            return None
+        index = self.inputs.index(self.linear_in)
+        unit = list(wide)
+        unit[index] = np.ones_like(wide[index])
+        factor = np.abs(self.reference(*unit, **params))
+        bound = self._bound(eps, subnormal, unit, params)
+        allowed = subnormal / 2 if bound is None else np.maximum(bound, subnormal / 2)
+        return np.isinf(wide[index]) & (factor <= allowed)
 
     def random_inputs(self, rng: np.random.Generator, length: int) -> dict[str, np.ndarray]:
         """Reproducible float64 inputs that exercise the operator's interesting range."""

@@ -5,11 +5,14 @@ import difflib
 from dataclasses import dataclass
 from typing import Iterable
 
-from dspsim.kernels import activation_grads
+from dspsim.kernels import activation_grads, forward, losses
 from dspsim.kernels.dtypes import BY_PREFIX, DTYPES, DType
 from dspsim.kernels.operator import Operator
 
-OPERATORS: dict[str, Operator] = {op.stem: op for op in (*activation_grads.OPERATORS,)}
+OPERATORS: dict[str, Operator] = {
+    op.stem: op
+    for op in (*activation_grads.OPERATORS, *losses.OPERATORS, *forward.OPERATORS)
+}
 STORAGE = {"s": "shared", "p": "private"}
 
 
