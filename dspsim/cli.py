@@ -159,7 +159,10 @@ def cmd_ops(args, console: Console) -> int:
     return 0
 
 
-COMMANDS: list[Callable] = [add_run, add_chips, add_ops]
+from dspsim.sweep_cli import add_sweep  # noqa: E402 - commands defined in their own modules
+from dspsim.traceview_cli import add_trace  # noqa: E402
+
+COMMANDS: list[Callable] = [add_run, add_chips, add_ops, add_sweep, add_trace]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,130 @@
+"""One run of a sweep, as a worker executes it: simulate, then flatten into a row.
+
+:func:`execute` is module-level and takes and returns plain data, so that local worker
+processes and Dask workers can run it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dspsim import kernels
+from dspsim.chip import Chip
+from dspsim.kernels.check import compare
+from dspsim.placement import place_operands
+from dspsim.sim.errors import DspSimError
+from dspsim.sim.machine import ENGINES
+from dspsim.sweep_plan import BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_params
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker receives: a run and, if known, the cycles of its one-core baseline."""
+
+    run: RunSpec
+    baseline_cycles: int | None
+
+
+def execute(task: Task) -> dict[str, Any]:
+    """Simulate one run; ``{"row": {...}}``, or ``{"note": ...}`` if the chip refused it."""
+    run = task.run
+    started = time.perf_counter()
+    try:
+        result, check = _simulate(run)
+    except DspSimError as exc:
+        return {"note": f"{run.chip.name} {run.operator} n={run.length} "
+                        f"mask={run.core_mask:#x}: {exc}"}
+    row = result_row(run, result, check, task.baseline_cycles)
+    row["host_seconds"] = round(time.perf_counter() - started, 4)
+    return {"row": row}
+
+
+def _inputs(run: RunSpec, cname) -> list[np.ndarray]:
+    """The call's input arrays: reproducible random data, or zeros when timing only.
+
+    Timing does not depend on the data, but inputs must exist in simulated memory
+    (reading never-written bytes is an error); zeros are the cheapest to make.
+    """
+    op, dtype = cname.operator, cname.dtype.numpy
+    if not run.numerics:
+        return [np.zeros(run.length, dtype=dtype)] * len(op.inputs)
+    values = op.random_inputs(np.random.default_rng(run.seed), run.length)
+    return [values[name].astype(dtype) for name in op.inputs]
+
+
+def _simulate(run: RunSpec):
+    """Place the operands as ``dspsim run`` does, call, and check the numbers if asked."""
+    chip = Chip(run.chip.config())
+    cname = chip.resolve(run.operator)
+    op = cname.operator
+    addresses = place_operands(chip.config, cname, run.length)
+    inputs = _inputs(run, cname)
+    for operand, array in zip(op.inputs, inputs):
+        chip.write(addresses[operand], array)
+    params = dict(run.params)
+    args = [addresses[a] if a in addresses else run.length if a == "length" else params.get(a)
+            for a in op.args]
+    model = {"fidelity": run.fidelity} if run.fidelity != DEFAULT_FIDELITY else {}
+    result = chip.call(run.operator, *args, core_mask=run.core_mask, numerics=run.numerics,
+                       **model)
+    if not run.numerics:
+        return result, None
+    out = chip.read(addresses[op.output], run.length, cname.dtype.numpy)
+    params = result.metadata["params"]
+    with np.errstate(all="ignore"):
+        reference = op.reference(*(a.astype(np.float64) for a in inputs), **params)
+    return result, compare(out, reference, cname.dtype, op.tolerance(cname.dtype, inputs, params))
+
+
+def _slug(resource: str) -> str:
+    return "roofline_" + resource.lower().replace(" ", "_")
+
+
+def result_row(run: RunSpec, result, check, baseline_cycles: int | None) -> dict[str, Any]:
+    """Every figure of one run, flat, for CSV and JSON."""
+    row = result.to_row()
+    cycles = result.cycles
+    if run.core_mask == BASELINE_MASK:
+        baseline_cycles = cycles
+    terms = result.roofline_terms
+    floor = terms.get("launch overhead", 0.0) + terms["DDR"] if "DDR" in terms else None
+    working = [c for c in result.per_core if c.elements]
+    critical = max(working, key=lambda c: c.finish_cycle, default=None)
+
+    def mean_busy(engine: str) -> float | None:
+        if not working or not cycles:
+            return None
+        return sum(c.busy_cycles[engine] for c in working) / len(working) / cycles
+
+    speedup = baseline_cycles / cycles if baseline_cycles and cycles else None
+    row.update({
+        "stem": kernels.parse(run.operator).operator.stem,
+        "core_mask": run.core_mask, "core_mask_hex": f"{run.core_mask:#x}",
+        "baseline_cycles": baseline_cycles, "speedup": speedup,
+        "parallel_efficiency": speedup / len(result.cores) if speedup else None,
+        "ddr_floor_cycles": floor,
+        "speedup_ddr_ceiling": baseline_cycles / floor if baseline_cycles and floor else None,
+        "share_of_ddr_achievable": result.achieved_gbps / result.ddr_achievable_gbps,
+        "ddr_peak_gbps": result.ddr_peak_gbps, "ddr_achievable_gbps": result.ddr_achievable_gbps,
+        "bytes_read": sum(result.bytes_read.values()),
+        "bytes_written": sum(result.bytes_written.values()),
+        "roofline_share": result.roofline_cycles / cycles if cycles else None,
+        **{_slug(name): value for name, value in terms.items()},
+        "vector_busy_share": mean_busy(ENGINES[1]),
+        "dma_in_busy_share": mean_busy(ENGINES[0]),
+        "dma_out_busy_share": mean_busy(ENGINES[2]),
+        "critical_core": critical.core if critical else None,
+        "critical_finish_cycle": critical.finish_cycle if critical else None,
+        "lanes": result.lanes, "iteration_cycles": result.iteration_cycles,
+        "clock_mhz": result.clock_mhz, "scheduled_events": result.scheduled_events,
+        "numerics": run.numerics,
+        "fidelity": result.metadata.get("fidelity", run.fidelity),
+        "numerics_ok": check.ok if check else None,
+        "max_rel_error": check.max_rel_error if check else None,
+        "params": format_params(run.params),
+        "config_digest": run.chip.digest, "key": run.key,
+    })
+    return row

@@ -1,0 +1,169 @@
+"""Trace inspection: summary figures against the RunResult, plots, comparisons, the CLI."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dspsim
+from dspsim.trace_plot import plot_trace
+from dspsim.placement import place_operands
+from dspsim.sim.config import load_config
+from dspsim.sim.errors import ArgumentError, ConfigError
+from dspsim.tracecompare import compare
+from dspsim.traceview import (chip_config, gaps, intersection, merge, read_trace,
+                              roofline_terms, summarize)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def traced_run(tmp_path, name="fp_relu_grad_s", chip="ft78ne", length=2**16, core_mask=0xf,
+               fidelity="fast"):
+    chip = dspsim.Chip(chip)
+    cname = chip.resolve(name)
+    addresses = place_operands(chip.config, cname, length)
+    rng = np.random.default_rng(1)
+    for operand in cname.operator.inputs:
+        chip.write(addresses[operand], rng.standard_normal(length).astype(np.float32))
+    mask = (core_mask,) if name.endswith("_s") else ()
+    result = chip.call(name, addresses["src0"], addresses["src1"], addresses["dst"], length,
+                       *mask, fidelity=fidelity)
+    path = result.write_trace(tmp_path / f"{name}-{chip.name}-{length}-{core_mask}-{fidelity}.json")
+    return result, path
+
+
+# ----------------------------------------------------------------------------- intervals
+def test_interval_helpers():
+    assert merge([(5, 7), (0, 2), (1, 3), (7, 8)]) == [(0, 3), (5, 8)]
+    assert intersection([(0, 3), (5, 8)], [(2, 6)]) == 2
+    assert gaps([(2, 3), (5, 6)], 0, 10) == [2, 2, 4]
+    assert gaps([], 0, 4) == [4]
+
+
+# ----------------------------------------------------------------------------- summary
+@pytest.mark.parametrize("chip, length, mask, fidelity, bound", [
+    ("ft78ne", 2**18, 0xf, "fast", "DDR"),          # several tiles per core, DDR-bound
+    ("ft78ne", 2**14, 0x1, "fast", "DMA engine"),   # one core: its DMA engine bounds it
+    ("mt7004", 2**17, 0x3, "fast", "DDR"),
+    ("mt7004", 2**15, 0x3, "detailed", "DDR"),      # bursts and iterations simulated
+])
+def test_summary_figures_equal_the_result(tmp_path, chip, length, mask, fidelity, bound):
+    result, path = traced_run(tmp_path, chip=chip, length=length, core_mask=mask,
+                              fidelity=fidelity)
+    trace = read_trace(path)
+    summary = summarize(trace, chip_config(trace))
+    assert summary.cycles == result.cycles
+    assert summary.bound == result.bound == bound
+    assert roofline_terms(trace, load_config(chip)) == pytest.approx(result.roofline_terms,
+                                                                     rel=1e-9)
+    by_core = {c.core: c for c in summary.cores}
+    assert sorted(by_core) == list(result.cores)
+    for core in result.per_core:
+        mine = by_core[core.core]
+        assert mine.tiles == core.tiles
+        assert mine.finish == pytest.approx(core.finish_cycle, rel=1e-12)
+        for engine, cycles in core.busy_cycles.items():
+            assert mine.busy.get(engine, 0.0) == pytest.approx(cycles, rel=1e-12)
+        assert mine.overlap <= min(mine.busy["vector"], mine.active)
+    assert summary.ddr_bytes == result.bytes_read["ddr"] + result.bytes_written["ddr"]
+    # the counter's timestamps are whole cycles, so its mean agrees to a cycle or so
+    assert summary.ddr_mean_gbps == pytest.approx(result.achieved_gbps, rel=1e-3)
+    mean_of_slices = sum(summary.ddr_timeline) / len(summary.ddr_timeline)
+    assert mean_of_slices == pytest.approx(summary.ddr_mean_gbps, rel=1e-9)
+    latest = max(c.finish_cycle for c in result.per_core)
+    assert by_core[summary.critical_core].finish == pytest.approx(latest)
+
+
+def test_pipelined_core_overlaps_dma_with_compute_and_shows_vector_gaps(tmp_path):
+    result, path = traced_run(tmp_path, length=2**18, core_mask=0x1)
+    summary = summarize(read_trace(path), load_config("ft78ne"))
+    (core,) = summary.cores
+    assert core.tiles == result.per_core[0].tiles > 2
+    # double buffering: every tile but the first and last computes while the next loads
+    vector = [s for s in result.timing.slices if s.engine == "vector"]
+    middle = sum(s.end - s.start for s in vector[1:-1])
+    assert middle <= core.overlap <= core.busy["vector"]
+    assert len(core.vector_gaps) == core.tiles - 1  # the vector unit waits between tiles
+
+
+def test_private_storage_trace_is_bound_by_the_vector_unit(tmp_path):
+    result, path = traced_run(tmp_path, name="fp_relu_grad_p", length=4096)
+    summary = summarize(read_trace(path), load_config("ft78ne"))
+    assert summary.bound == result.bound == "vector unit"
+    assert summary.cycles == result.cycles and summary.ddr_bytes == 0
+
+
+def test_bad_files_and_unknown_chips_give_clear_errors(tmp_path):
+    with pytest.raises(ArgumentError, match="cannot read trace"):
+        read_trace(tmp_path / "missing.json")
+    (tmp_path / "plain.json").write_text(json.dumps({"traceEvents": []}))
+    with pytest.raises(ArgumentError, match="no dspsim metadata"):
+        read_trace(tmp_path / "plain.json")
+    _, path = traced_run(tmp_path, length=4096)
+    data = json.loads(open(path, encoding="utf-8").read())
+    data["metadata"]["chip"] = "FT99"
+    (tmp_path / "other.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="--chip"):
+        chip_config(read_trace(tmp_path / "other.json"))
+    assert chip_config(read_trace(tmp_path / "other.json"), "ft78ne").name == "FT78NE"
+
+
+# ----------------------------------------------------------------------------- plot, compare
+def test_plot_is_a_real_png(tmp_path):
+    _, path = traced_run(tmp_path, length=2**18, core_mask=0xff)
+    out = plot_trace(read_trace(path), str(tmp_path / "gantt.png"), 10.67, 8.536, "DDR")
+    data = open(out, "rb").read()
+    assert data[:8] == PNG_MAGIC and len(data) > 20_000
+
+
+def test_compare_reports_total_core_and_engine_changes(tmp_path):
+    four, path_a = traced_run(tmp_path, core_mask=0xf)
+    eight, path_b = traced_run(tmp_path, core_mask=0xff)
+    config = load_config("ft78ne")
+    diff = compare(summarize(read_trace(path_a), config), summarize(read_trace(path_b), config))
+    assert diff.total_cycles == (four.cycles, eight.cycles)
+    assert diff.metadata == {"core_mask": (0xf, 0xff)}
+    for engine, (a, b) in diff.engines.items():
+        assert a == pytest.approx(sum(c.busy_cycles[engine] for c in four.per_core))
+        assert b == pytest.approx(sum(c.busy_cycles[engine] for c in eight.per_core))
+    assert sorted(diff.cores) == list(range(8))
+    assert diff.cores[7]["finish"][0] is None and diff.cores[7]["finish"][1] > 0
+    assert diff.cores[0]["vector"][1] < diff.cores[0]["vector"][0]  # half the work per core
+
+
+# ----------------------------------------------------------------------------- CLI
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "dspsim.cli", *args], capture_output=True,
+                          text=True)
+
+
+def test_cli_summary_plot_and_compare(tmp_path):
+    four, path_a = traced_run(tmp_path, core_mask=0xf)
+    eight, path_b = traced_run(tmp_path, core_mask=0xff)
+
+    text = run_cli("trace", "summary", path_a)
+    assert text.returncode == 0, text.stderr
+    assert f"{four.cycles:,} cycles" in text.stdout and "bounded by DDR" in text.stdout
+    assert "DDR over time" in text.stdout
+
+    as_json = run_cli("trace", "summary", path_a, "--json")
+    data = json.loads(as_json.stdout)
+    assert data["bound"] == four.bound and len(data["cores"]) == 4
+    assert data["cores"][0]["busy"]["dma-in"] == pytest.approx(
+        four.per_core[0].busy_cycles["dma-in"])
+
+    png = tmp_path / "gantt.png"
+    plotted = run_cli("trace", "plot", path_b, "-o", str(png))
+    assert plotted.returncode == 0, plotted.stderr
+    assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 20_000
+
+    diff = run_cli("trace", "compare", path_a, path_b)
+    assert diff.returncode == 0, diff.stderr
+    assert f"total: {four.cycles:,} → {eight.cycles:,} cycles" in diff.stdout
+    assert "core_mask: 15 → 255" in diff.stdout and "per engine" in diff.stdout
+
+    bad = run_cli("trace", "summary", str(tmp_path / "nope.json"))
+    assert bad.returncode == 2 and "cannot read trace" in bad.stderr
