@@ -154,7 +154,8 @@ def cmd_ops(args, console: Console) -> int:
         table.add_row(f"[bold]{op.stem}[/]\n{op.summary}",
                       f"{', '.join(op.args)}[, core_mask]" + (f"\n{params}" if params else "")
                       + f"\n[dim]{op.formula}[/]",
-                      ", ".join(f"{k} {v}" for k, v in op.mix.items()), *per_chip)
+                      ", ".join(f"{k} {v}" for k, v in op.mix.items())
+                      + (f"\n[dim]{op.mix_note}[/]" if op.mix_note else ""), *per_chip)
     console.print(table)
     return 0
 

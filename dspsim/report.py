@@ -51,8 +51,9 @@ def render(result: RunResult, console: Console, check=None, trace_path: str | No
     if check is not None:
         verdict = "[green]ok[/]" if check.ok else "[red]FAILED[/]"
         console.print(f"numerics vs float64 reference: {verdict} — max abs error "
-                      f"{check.max_abs_error:.3g}, max rel error {check.max_rel_error:.3g} "
-                      f"(allowed {check.tolerance:.3g}), NaN mismatches {check.mismatched_nan}")
+                      f"{check.max_abs_error:.3g}, max rel error {check.max_rel_error:.3g}, "
+                      f"max {check.max_ulps:g} ULP; rule: {check.rule}; "
+                      f"{check.failures} elements outside it")
     for warning in r.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     if trace_path:
