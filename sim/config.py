@@ -23,6 +23,9 @@ from dspsim.sim.errors import ConfigError
 DTYPE_BITS = MappingProxyType({"fp32": 32, "fp16": 16, "bf16": 16})
 
 ADDRESS_LIMIT = 1 << 32
+#: More cores than a chip description may have (core masks and per-core tables are walked
+#: core by core).
+MAX_CORES = 4096
 
 
 # ----------------------------------------------------------------------------- schema
@@ -58,7 +61,8 @@ _SCHEMA: dict[str, _Field] = {
     "name": _Field("str"),
     "description": _Field("str", optional=True),
     "clock_mhz": _Field("number", positive=True),
-    "cores": _Field("int", positive=True),
+    "cores": _Field("int", positive=True, check=lambda v: None if v <= MAX_CORES else
+                    f"must be at most {MAX_CORES}, got {v}"),
     "dtypes": _Field("list", item=_Field("str")),
     "vector": _Field("section", schema={
         "lane_width_bits": _Field("int", positive=True),
@@ -359,6 +363,10 @@ def packaged_chips() -> dict[str, str]:
 
 def resolve_chip_path(chip: str | os.PathLike) -> str:
     """Turn a chip name (``ft78ne``) or a path to a YAML file into a readable file path."""
+    if not isinstance(chip, (str, os.PathLike)):
+        known = ", ".join(sorted(packaged_chips()))
+        raise ConfigError(f"chip {chip!r} must be a chip name ({known}) or the path to a YAML "
+                          "chip description")
     text = os.fspath(chip)
     known = packaged_chips()
     if text.lower() in known:

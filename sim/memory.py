@@ -14,7 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from dspsim.sim.config import ChipConfig
-from dspsim.sim.errors import AddressError, ArgumentError
+from dspsim.sim.errors import AddressError, ArgumentError, DTypeError
+
+
+def _check_storable(dtype: np.dtype) -> None:
+    """Memory holds bytes: a dtype of Python object references has none to store."""
+    if dtype.hasobject or not dtype.itemsize:
+        raise DTypeError(f"dtype {dtype} has no bytes that memory can hold (it holds Python "
+                         f"objects or nothing); convert the data to a numeric dtype such as "
+                         f"numpy.float32")
 
 
 class IntervalSet:
@@ -192,6 +200,7 @@ class Memory:
     def write(self, address: int, array, *, core: int | None = None) -> Span:
         """Copy ``array`` (flattened, in its own dtype) to ``address``."""
         data = np.ascontiguousarray(array).reshape(-1)
+        _check_storable(data.dtype)
         span = self.resolve(address, data.nbytes, core=core, alignment=data.dtype.itemsize)
         self.view(span, data.dtype)[:] = data
         self.mark_written(span)
@@ -199,7 +208,12 @@ class Memory:
 
     def read(self, address: int, count: int, dtype, *, core: int | None = None) -> np.ndarray:
         """A copy of ``count`` elements of ``dtype`` at ``address``."""
-        dtype = np.dtype(dtype)
+        try:
+            dtype = np.dtype(dtype)
+        except (TypeError, ValueError):
+            raise DTypeError(f"dtype {dtype!r} is not a data type; use fp32, fp16, bf16 or a "
+                             f"numpy dtype such as numpy.float32") from None
+        _check_storable(dtype)
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
             raise ArgumentError(f"count {count!r} must be a non-negative integer")
         span = self.resolve(address, int(count) * dtype.itemsize, core=core,

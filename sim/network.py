@@ -6,6 +6,12 @@ its DMA engine's own bandwidth. Concurrent flows share every link max-min fairly
 single timer for the earliest completion; because SimPy cannot cancel a timeout, each
 timer carries the generation number it was scheduled under and stale ones are ignored.
 Events therefore grow with the number of transfers, never with the bytes moved.
+
+A flow may stand for several identical transfers made in lockstep by identical cores
+(see :mod:`dspsim.sim.machine`): its ``shares`` say how many of them cross each of its
+links (all of them cross the shared DDR link, each its own core's L2 port, of which the
+flow's port stands for every mirror image). The rates it gets are exactly, to the last
+bit, those the identical transfers would get one by one.
 """
 from __future__ import annotations
 
@@ -32,27 +38,41 @@ class Link:
 
 
 class Flow:
-    """One transfer in progress."""
+    """One transfer in progress (or several identical ones in lockstep, see ``shares``)."""
 
-    __slots__ = ("nbytes", "remaining", "links", "cap", "rate", "done")
+    __slots__ = ("nbytes", "remaining", "links", "shares", "cap", "rate", "done", "route")
 
-    def __init__(self, nbytes: float, links: tuple[Link, ...], cap: float, done: simpy.Event):
+    def __init__(self, nbytes: float, links: tuple[Link, ...], cap: float, done,
+                 shares: tuple[int, ...] | None = None) -> None:
         self.nbytes = nbytes
         self.remaining = float(nbytes)
         self.links = links
+        # how many of the identical transfers cross each link (1 each for a single one)
+        self.shares = shares if shares is not None else (1,) * len(links)
         self.cap = cap
         self.rate = 0.0
-        self.done = done
+        self.done = done  # a SimPy event to succeed, or a function to call, on completion
+        # flows on one route always get the same rate
+        self.route: object = (links, self.shares, cap)
+
+    def share_of(self, link: Link) -> int:
+        """How many of the flow's identical transfers cross ``link`` (0 if none)."""
+        return sum(share for crossed, share in zip(self.links, self.shares) if crossed is link)
 
 
 def max_min_rates(flows: list[Flow]) -> None:
-    """Set each flow's rate to its max-min fair share given link capacities and caps."""
+    """Set each flow's rate to its max-min fair share given link capacities and caps.
+
+    A flow with share s on a link counts as s identical flows there. Each of them
+    subtracts its rate from the link separately, so the arithmetic (and the rates, to the
+    last bit) are those of the identical flows one by one.
+    """
     remaining = {}
     users: dict[Link, int] = {}
     for flow in flows:
-        for link in flow.links:
+        for link, share in zip(flow.links, flow.shares):
             remaining[link] = link.capacity
-            users[link] = users.get(link, 0) + 1
+            users[link] = users.get(link, 0) + share
     active = list(flows)
     while active:
         level = min(flow.cap for flow in active)
@@ -66,24 +86,35 @@ def max_min_rates(flows: list[Flow]) -> None:
         for flow in active:
             if flow.cap <= slack or any(link in saturated for link in flow.links):
                 flow.rate = level
-                for link in flow.links:
-                    remaining[link] -= level
-                    users[link] -= 1
+                for link, share in zip(flow.links, flow.shares):
+                    for _ in range(share):
+                        remaining[link] -= level
+                    users[link] -= share
             else:
                 still.append(flow)
         active = still
 
 
 class FlowNetwork:
-    """Runs flows over links inside a SimPy environment."""
+    """Runs flows over links inside a SimPy environment.
+
+    ``on_rates_changed(now, load)`` is told, whenever rates change, the bytes per cycle
+    in use on the ``watched`` link (the DDR counter of the trace).
+    """
 
     def __init__(self, env: simpy.Environment,
-                 on_rates_changed: Callable[[float, list[Flow]], None] | None = None) -> None:
+                 on_rates_changed: Callable[[float, float], None] | None = None,
+                 watched: Link | None = None) -> None:
         self.env = env
         self.flows: list[Flow] = []
         self._generation = 0
         self._last_update = env.now
         self._on_rates_changed = on_rates_changed
+        self._watched = watched
+        # max-min rates depend only on how many flows use each route: remember them
+        self._route_ids: dict[tuple, int] = {}
+        self._route_counts: dict[int, int] = {}
+        self._rate_cache: dict[frozenset, tuple[dict[int, float], float]] = {}
 
     def transfer(self, nbytes: float, links: tuple[Link, ...], cap: float) -> simpy.Event:
         """Start moving ``nbytes`` over ``links`` at most at ``cap`` bytes/cycle.
@@ -94,10 +125,19 @@ class FlowNetwork:
         if nbytes <= 0:
             done.succeed()
             return done
-        self._advance()
-        self.flows.append(Flow(nbytes, links, cap, done))
-        self._reschedule()
+        self.start(nbytes, links, cap, done)
         return done
+
+    def start(self, nbytes: float, links: tuple[Link, ...], cap: float, done,
+              shares: tuple[int, ...] | None = None) -> None:
+        """Start a flow (``shares``: see :class:`Flow`); ``done`` is a SimPy event to
+        succeed or a function to call when its last byte has arrived (``nbytes`` > 0)."""
+        self._advance()
+        flow = Flow(nbytes, links, cap, done, shares)
+        flow.route = self._route_ids.setdefault(flow.route, len(self._route_ids))
+        self.flows.append(flow)
+        self._route_counts[flow.route] = self._route_counts.get(flow.route, 0) + 1
+        self._reschedule()
 
     def _advance(self) -> None:
         elapsed = self.env.now - self._last_update
@@ -106,14 +146,32 @@ class FlowNetwork:
                 flow.remaining -= flow.rate * elapsed
         self._last_update = self.env.now
 
-    def _reschedule(self) -> None:
-        max_min_rates(self.flows)
+    def _rates(self) -> dict[int, float]:
+        """Each route's max-min rate for the flows in progress (cached by their mix)."""
+        key = frozenset(self._route_counts.items())
+        known = self._rate_cache.get(key)
+        if known is None:
+            max_min_rates(self.flows)
+            watched = self._watched
+            load = sum(f.rate * f.share_of(watched) for f in self.flows) if watched else 0.0
+            known = ({f.route: f.rate for f in self.flows}, load)
+            self._rate_cache[key] = known
         if self._on_rates_changed is not None:
-            self._on_rates_changed(self.env.now, self.flows)
+            self._on_rates_changed(self.env.now, known[1])
+        return known[0]
+
+    def _reschedule(self) -> None:
         self._generation += 1
         if not self.flows:
+            if self._on_rates_changed is not None:
+                self._on_rates_changed(self.env.now, 0.0)
             return
-        delay = min(flow.remaining / flow.rate for flow in self.flows)
+        rates = self._rates()
+        delay = float("inf")
+        for flow in self.flows:
+            rate = flow.rate = rates[flow.route]
+            if flow.remaining / rate < delay:
+                delay = flow.remaining / rate
         timer = self.env.timeout(max(delay, 0.0))
         generation = self._generation
         timer.callbacks.append(lambda _event: self._on_timer(generation))
@@ -128,9 +186,16 @@ class FlowNetwork:
             finished = [min(self.flows, key=lambda f: f.remaining / f.rate)]
         for flow in finished:
             self.flows.remove(flow)
-            for link in flow.links:
-                link.bytes_moved += flow.nbytes
+            left = self._route_counts[flow.route] - 1
+            if left:
+                self._route_counts[flow.route] = left
+            else:
+                del self._route_counts[flow.route]
+            for link, share in zip(flow.links, flow.shares):
+                link.bytes_moved += flow.nbytes * share
         self._reschedule()
         for flow in finished:
-            flow.done.succeed()
-
+            if isinstance(flow.done, simpy.Event):
+                flow.done.succeed()
+            else:
+                flow.done()

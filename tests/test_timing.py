@@ -60,10 +60,12 @@ def test_never_faster_than_the_roofline(chip, name, length, mask):
 # Golden cycle counts of canonical calls: a change to the model must show up here. Update
 # them only for an intended model change, and say why in the commit.
 GOLDEN = {
-    ("ft78ne", "fp_relu_grad_s", 1024, 0xff): 2666,
+    # Small calls: their DMA is timed burst by burst (round-robin arbitration lets the
+    # cores drift out of step, which fluid sharing cannot show).
+    ("ft78ne", "fp_relu_grad_s", 1024, 0xff): 2345,
     ("ft78ne", "fp_relu_grad_s", BIG, 0xff): 5917651,
     ("ft78ne", "fp_relu_grad_s", BIG, 0x1): 7179121,
-    ("mt7004", "hp_relu_grad_s", 1000, 0xff): 1326,
+    ("mt7004", "hp_relu_grad_s", 1000, 0xff): 1248,
     # 9 iterations of 16 lanes x 1.5 cycles + 12 fill + 20 loop overhead = 45.5
     ("mt7004", "fp_relu_grad_p", 139, None): 46,
 }

@@ -1,0 +1,298 @@
+"""The detailed datapath: DMA bursts with round-robin arbitration, every vector iteration.
+
+It plugs into the tile pipeline of :mod:`dspsim.sim.machine` (which does the partition,
+tiling, double buffering, launch, barrier, roofline and slices for both fidelities) and
+replaces the fast model's two abstractions with finer ones (the fast model also borrows
+the burst DMA for calls whose transfers are too short for fluid sharing):
+
+* **DMA.** A transfer is cut into bursts of ``dma.burst_bytes``. The engine issues them
+  no faster than its own bandwidth (nor does its last byte land sooner than that
+  bandwidth allows) and keeps at most :data:`OUTSTANDING_BURSTS` of them in flight. Each
+  burst then crosses the links of its path one after the other (a load: DDR or shared
+  SRAM, then the core's L2 port; a store: the other way round). A link
+  moves one burst at a time for ``bytes / capacity`` cycles and grants the next burst
+  round-robin among the transfers waiting for it. The fast model's max-min fair fluid
+  shares are what this arbitration converges to over many bursts.
+* **Vector core.** The loop is software-pipelined, as the compiler schedules it: each
+  iteration's instructions (loads, arithmetic, stores) take, from the moment the
+  iteration starts, the first free slot on a unit of their kind and occupy it for the
+  instruction's occupancy; a load or store also occupies the L2 load/store path for
+  ``vector bytes / load_store_bytes_per_cycle``. The next iteration starts once every
+  instruction of this one has issued. Every iteration is one SimPy event. A tile costs
+  the loop overhead, the issue span (until the last unit is free again) and the pipeline
+  fill latency. The fast model's ``iterations × max(issue bound, L2 bound)`` is the
+  steady state of this issue; the two differ by how the first and last iterations fill
+  and drain the units.
+
+It is slower (events grow with bursts and iterations, not tiles) and meant for small
+lengths: to check the fast model, and to look at arbitration in a trace.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Callable
+
+from dspsim.sim.job import Operand
+from dspsim.sim.model import LOAD, CoreGroup, Model
+from dspsim.sim.network import Link
+
+#: Bursts an engine may have issued and not yet delivered. Enough to keep both links of a
+#: path busy with more waiting, so that the limit never caps throughput; small enough that
+#: a transfer held up on one link does not flood the queue of another.
+OUTSTANDING_BURSTS = 4
+
+
+def _still_ahead(target: float, now: float) -> bool:
+    """Whether ``target`` is a later instant than ``now``, beyond floating-point slack.
+
+    The slack is relative: at large cycle counts a float cannot step by 1e-9 cycles, and
+    waiting for an instant the clock cannot reach would never end.
+    """
+    return target - now > 1e-9 * max(1.0, abs(now))
+
+
+class LinkArbiter:
+    """A link moving one burst at a time, granting waiting transfers round-robin."""
+
+    __slots__ = ("model", "capacity", "waiting", "queues", "busy", "busy_since", "log")
+
+    def __init__(self, model: Model, link: Link, log: list | None = None) -> None:
+        self.model = model
+        self.capacity = link.capacity
+        self.waiting: deque = deque()  # transfers with a burst queued here, in grant order
+        self.queues: dict[object, deque] = {}
+        self.busy = False
+        self.busy_since = 0.0
+        self.log = log  # (start, end) of busy periods, for the bandwidth counter
+
+    def submit(self, transfer: "_BurstTransfer", burst: "_Burst") -> None:
+        queue = self.queues.get(transfer)
+        if queue is None:
+            queue = self.queues[transfer] = deque()
+        queue.append(burst)
+        if len(queue) == 1:
+            self.waiting.append(transfer)
+        if not self.busy:
+            self.busy = True
+            self.busy_since = self.model.env.now
+            self._grant()
+
+    def _grant(self) -> None:
+        transfer = self.waiting.popleft()
+        queue = self.queues[transfer]
+        burst = queue.popleft()
+        if queue:
+            self.waiting.append(transfer)  # its next burst waits for its next turn
+        else:
+            del self.queues[transfer]
+        self.model.after(burst.nbytes / self.capacity, burst.crossed)
+
+    def released(self) -> None:
+        """The burst in service has crossed: grant the next one, or go idle."""
+        if self.waiting:
+            self._grant()
+            return
+        self.busy = False
+        if self.log is not None:
+            self.log.append((self.busy_since, self.model.env.now))
+
+
+class _Burst:
+    __slots__ = ("transfer", "nbytes", "hop")
+
+    def __init__(self, transfer: "_BurstTransfer", nbytes: int) -> None:
+        self.transfer = transfer
+        self.nbytes = nbytes
+        self.hop = 0
+
+    def crossed(self, _event) -> None:
+        path = self.transfer.path
+        path[self.hop].released()
+        self.hop += 1
+        if self.hop < len(path):
+            path[self.hop].submit(self.transfer, self)
+        else:
+            self.transfer.delivered(self.nbytes)
+
+
+class _BurstTransfer:
+    """One DMA transfer as a train of bursts over its path of links."""
+
+    __slots__ = ("model", "path", "burst_bytes", "engine_rate", "left", "to_issue",
+                 "in_flight", "next_issue", "pacing", "earliest_end", "then")
+
+    def __init__(self, model: Model, path: tuple[LinkArbiter, ...], nbytes: int,
+                 burst_bytes: int, engine_rate: float, then: Callable) -> None:
+        self.model = model
+        self.path = path
+        self.burst_bytes = burst_bytes
+        self.engine_rate = engine_rate
+        self.left = nbytes  # bytes not yet delivered
+        self.to_issue = nbytes  # bytes not yet issued
+        self.in_flight = 0
+        self.next_issue = model.env.now
+        self.pacing = False
+        # the engine moves at most engine_rate bytes per cycle: the last byte cannot land
+        # sooner than that allows, even when the links pass the final burst quickly
+        self.earliest_end = model.env.now + nbytes / engine_rate
+        self.then = then
+
+    def issue(self, _event=None) -> None:
+        """Issue bursts while credits and the engine's own bandwidth allow."""
+        self.pacing = False
+        env = self.model.env
+        while self.to_issue and self.in_flight < OUTSTANDING_BURSTS:
+            if _still_ahead(self.next_issue, env.now):
+                self.pacing = True
+                self.model.after(self.next_issue - env.now, self.issue)
+                return
+            nbytes = min(self.burst_bytes, self.to_issue)
+            self.to_issue -= nbytes
+            self.in_flight += 1
+            self.next_issue = env.now + nbytes / self.engine_rate
+            self.path[0].submit(self, _Burst(self, nbytes))
+
+    def _done(self, _event) -> None:
+        self.then()
+
+    def delivered(self, nbytes: int) -> None:
+        self.in_flight -= 1
+        self.left -= nbytes
+        if not self.left:
+            now = self.model.env.now
+            if _still_ahead(self.earliest_end, now):
+                self.model.after(self.earliest_end - now, self._done)
+            else:
+                self.then()
+        elif not self.pacing:
+            self.issue()
+
+
+class _IssueModel:
+    """The per-iteration instruction stream of one instruction mix on one chip."""
+
+    def __init__(self, model: Model) -> None:
+        config, job = model.config, model.job
+        vec = config.vector
+        l2_access = (vec.lane_width_bits // 8) / config.l2.load_store_bytes_per_cycle
+        order = {"load": 0, "store": 2}  # loads first, stores last, the rest in between
+        stream = []
+        for name in sorted(job.mix, key=lambda n: order.get(n, 1)):
+            spec = vec.instructions[name]
+            l2 = l2_access if name in ("load", "store") else 0.0
+            stream += [(spec.unit, spec.occupancy_cycles, l2)] * job.mix[name]
+        self.stream = stream
+        self.units = {unit: self._useful_instances(unit, count)
+                      for unit, count in vec.units.items()}
+
+    def _useful_instances(self, unit: str, count: int) -> int:
+        """How many of ``count`` units of a kind the loop can ever keep busy at once.
+
+        Iterations start, on average, at least one iteration's L2 accesses apart, so at
+        most ``occupancy / that gap + 2`` of them overlap on a unit; units beyond are never
+        chosen (an idle unit is as good as another), and leaving them out keeps an
+        absurd unit count from costing memory and time.
+        """
+        uses = [occupancy for kind, occupancy, _ in self.stream if kind == unit]
+        gap = sum(l2 for _, _, l2 in self.stream)
+        if not uses:
+            return 1
+        if gap <= 0:
+            return min(count, len(uses))
+        overlapping = math.ceil(max(uses) / gap) + 2
+        return min(count, len(uses) * overlapping)
+
+
+class _VectorLoop:
+    """One tile's vector loop on one core, issued iteration by iteration."""
+
+    __slots__ = ("model", "issue", "free", "l2_free", "iterations", "done_iterations",
+                 "last_issue", "then")
+
+    def __init__(self, model: Model, issue: _IssueModel, elements: int, then: Callable) -> None:
+        self.model = model
+        self.issue = issue
+        self.iterations = math.ceil(elements / model.cost.lanes)
+        self.done_iterations = 0
+        self.then = then
+        self.free: dict[str, list[float]] = {}
+        self.l2_free = 0.0
+        self.last_issue = 0.0
+
+    def start(self, _event) -> None:
+        now = self.model.env.now
+        self.free = {unit: [now] * count for unit, count in self.issue.units.items()}
+        self.l2_free = now
+        self.last_issue = now
+        if self.iterations and self.issue.stream:
+            self.iterate(None)
+        else:
+            self.model.after(self.model.cost.fill_cycles, self.then)
+
+    def iterate(self, _event) -> None:
+        """Issue one iteration, which starts now; the next starts when this one has issued."""
+        start = last = self.last_issue
+        for unit, occupancy, l2 in self.issue.stream:
+            instances = self.free[unit]
+            which = instances.index(min(instances)) if len(instances) > 1 else 0
+            at = instances[which] if instances[which] > start else start
+            if l2 and self.l2_free > at:
+                at = self.l2_free
+            instances[which] = at + occupancy
+            if l2:
+                self.l2_free = at + l2
+            if at > last:
+                last = at
+        self.last_issue = last
+        self.done_iterations += 1
+        now = self.model.env.now
+        if self.done_iterations < self.iterations:
+            self.model.after(max(0.0, last - now), self.iterate)
+            return
+        drained = max(self.l2_free, max(max(v) for v in self.free.values()))
+        self.model.after(max(0.0, drained - now) + self.model.cost.fill_cycles, self.then)
+
+
+class BurstDMA:
+    """Transfers as trains of bursts, arbitrated round-robin on every link."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.ddr_busy: list[tuple[float, float]] = []
+        self.arbiters = {name: LinkArbiter(model, link, self.ddr_busy if name == "ddr" else None)
+                         for name, link in model.links.items()}
+        self.ports = {core: LinkArbiter(model, link) for core, link in model.l2_ports.items()}
+
+    def transfer(self, group: CoreGroup, direction: str, operand: Operand, nbytes: int,
+                 then: Callable) -> None:
+        """Move ``nbytes`` of ``operand`` as bursts; call ``then()`` when all have arrived."""
+        shared, port = self.arbiters[operand.span.region], self.ports[group.core]
+        path = (shared, port) if direction == LOAD else (port, shared)
+        model = self.model
+        _BurstTransfer(model, path, nbytes, model.config.dma.burst_bytes, model.engine_rate,
+                       then).issue()
+
+    def finish(self) -> None:
+        """Turn the DDR link's busy periods into the trace's bandwidth counter."""
+        capacity = self.model.links["ddr"].capacity
+        samples = self.model.ddr_samples
+        for start, end in self.ddr_busy:
+            if samples and samples[-1][0] == start:
+                samples.pop()  # idle for no time: the busy periods join
+            else:
+                samples.append((start, capacity))
+            samples.append((end, 0.0))
+
+
+class IssuedVector:
+    """A tile's vector loop issued iteration by iteration on the core's units."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.issue_model = _IssueModel(model)
+
+    def compute(self, group: CoreGroup, elements: int, then: Callable) -> None:
+        """Issue the vector loop over ``elements``; call ``then()`` when it has drained."""
+        loop = _VectorLoop(self.model, self.issue_model, elements, then)
+        self.model.after(self.model.cost.overhead_cycles, loop.start)

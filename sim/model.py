@@ -1,0 +1,193 @@
+"""What the parts of one simulated call share: the SimPy environment, links, ledgers,
+the cores' timings and the slice log.
+
+Both fidelities (:mod:`dspsim.sim.machine`, :mod:`dspsim.sim.detailed`) build on these.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import simpy
+
+from dspsim.sim.config import ChipConfig
+from dspsim.sim.job import Job, Operand
+from dspsim.sim.network import Link
+from dspsim.sim.vector import VectorCost
+
+#: Trace thread names of a core's engines, in display order.
+LOAD, COMPUTE, STORE = "dma-in", "vector", "dma-out"
+ENGINES = (LOAD, COMPUTE, STORE)
+#: The pseudo-core that holds call-level slices (launch, barrier).
+CALL_TRACK = -1
+#: The model fidelities ``run_job`` accepts; the first is the default.
+FIDELITIES = ("fast", "detailed")
+
+
+class CountingEnvironment(simpy.Environment):
+    """A SimPy environment that counts the events it schedules."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scheduled_events = 0
+
+    def schedule(self, event, priority=simpy.core.NORMAL, delay=0):  # noqa: D102
+        self.scheduled_events += 1
+        super().schedule(event, priority, delay)
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One activity of one engine: a tile transfer or a tile's vector work."""
+
+    core: int  # CALL_TRACK for call-level slices
+    engine: str
+    name: str
+    start: float
+    end: float
+    args: dict
+
+
+@dataclass
+class CoreTiming:
+    """What one core did during the call."""
+
+    core: int
+    start: int  # first element (inclusive)
+    stop: int  # last element (exclusive)
+    tiles: int
+    busy: dict[str, float]
+    finish: float  # cycle at which its last store completed
+
+    @property
+    def elements(self) -> int:
+        return self.stop - self.start
+
+
+# ----------------------------------------------------------------------------- core groups
+@dataclass
+class CoreGroup:
+    """Cores that do the same work at the same instants; the first one is simulated.
+
+    The others are its mirror images: same tiles (shifted by their first element), same
+    transfer and compute times, on their own L2 ports of equal capacity.
+    """
+
+    members: list[CoreTiming]
+    tiles: list[tuple[int, int]]  # the first member's tiles
+    busy: dict[str, float]
+
+    @property
+    def core(self) -> int:
+        return self.members[0].core
+
+    @property
+    def weight(self) -> int:
+        return len(self.members)
+
+
+# ----------------------------------------------------------------------------- slices
+class Activity(NamedTuple):
+    """One recorded activity of a simulated core group (or of the call as a whole)."""
+
+    group: CoreGroup | None  # None: a call-level activity (launch, barrier)
+    engine: str
+    operand: Operand | None  # the operand a transfer moved; None for vector work
+    tile: int | None  # None for private-storage vector work and call-level activities
+    start: float
+    end: float
+    name: str = ""  # call-level activities only
+    cycles: float = 0.0  # call-level activities only: their configured cycles
+
+
+class SliceLog:
+    """The slices of the simulated cores, expanded to every member core on demand.
+
+    Recording stores one small tuple per activity; names, addresses and per-core copies
+    are built only when a trace is asked for.
+    """
+
+    def __init__(self, job: Job, setup_cycles: float, cost: VectorCost) -> None:
+        self.job = job
+        self.setup_cycles = setup_cycles
+        self.cost = cost
+        self.activities: list[Activity] = []
+        self._expanded: list[Slice] | None = None
+
+    def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
+                 start: float, end: float) -> None:
+        self.activities.append(Activity(group, engine, operand, tile, start, end))
+
+    def compute(self, group: CoreGroup, tile: int | None, start: float, end: float) -> None:
+        self.activities.append(Activity(group, COMPUTE, None, tile, start, end))
+
+    def call(self, name: str, start: float, end: float, cycles: float) -> None:
+        self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
+
+    def slices(self) -> list[Slice]:
+        """Every activity as a Slice of every core that did it, in recording order."""
+        if self._expanded is None:
+            self._expanded = [s for activity in self.activities for s in self._expand(activity)]
+        return self._expanded
+
+    def _expand(self, activity: Activity):
+        group, engine, operand, tile, start, end = activity[:6]
+        if group is None:
+            yield Slice(CALL_TRACK, engine, activity.name, start, end,
+                        {"cycles": activity.cycles})
+            return
+        job, first_member = self.job, group.members[0]
+        if tile is None:
+            first, stop = first_member.start, first_member.stop
+        else:
+            first, stop = group.tiles[tile]
+        for member in group.members:
+            shift = member.start - first_member.start  # mirror images: same tiles, shifted
+            lo, hi = first + shift, stop + shift
+            if operand is not None:
+                yield Slice(member.core, engine, f"{operand.name}[{tile}]", start, end, {
+                    "tile": tile, "operand": operand.name, "bytes": (hi - lo) * job.itemsize,
+                    "address": hex(operand.span.address + lo * job.itemsize),
+                    "region": operand.span.region, "setup_cycles": self.setup_cycles,
+                    "elements": [lo, hi]})
+            elif tile is None:  # private-storage vector work: the whole range
+                yield Slice(member.core, COMPUTE, job.label, start, end, {
+                    "elements": [lo, hi], "iterations": self.cost.iterations(hi - lo)})
+            else:
+                yield Slice(member.core, COMPUTE, f"{job.label}[{tile}]", start, end, {
+                    "tile": tile, "elements": [lo, hi],
+                    "iterations": self.cost.iterations(hi - lo)})
+
+
+class Model:
+    """State shared by everything that runs during one simulated call."""
+
+    def __init__(self, config: ChipConfig, job: Job, cost: VectorCost, record_slices: bool,
+                 cores: tuple[int, ...]) -> None:
+        self.config = config
+        self.job = job
+        self.cost = cost
+        self.env = CountingEnvironment()
+        self.log = SliceLog(job, config.dma.setup_cycles, cost) if record_slices else None
+        self.ddr_samples: list[tuple[float, float]] = []
+        self.links = {r.name: Link(r.name, config.bytes_per_cycle(r.bandwidth_gbps))
+                      for r in config.shared_regions}
+        self.l2_ports = {core: Link(f"l2 port {core}", config.l2.load_store_bytes_per_cycle)
+                         for core in cores}
+        self.engine_rate = config.bytes_per_cycle(config.dma.engine_bandwidth_gbps)
+        self.bytes_read = {r.name: 0 for r in config.shared_regions}
+        self.bytes_written = {r.name: 0 for r in config.shared_regions}
+
+    def after(self, delay: float, then: Callable) -> None:
+        """Call ``then(event)`` ``delay`` cycles from now."""
+        simpy.Timeout(self.env, delay).callbacks.append(then)
+
+    def sample_ddr(self, now: float, rate: float) -> None:
+        """Record the DDR bandwidth in use (bytes/cycle) from ``now`` on."""
+        samples = self.ddr_samples
+        if samples and samples[-1][0] == now:
+            samples[-1] = (now, rate)
+        elif not samples or samples[-1][1] != rate:
+            samples.append((now, rate))
+
+

@@ -1,0 +1,176 @@
+"""The fast model against the detailed model (DMA bursts, every vector iteration).
+
+The grid of calls lives in ``benchmarks/fidelity_grid.py`` so that the benchmark reports
+the same cases that are checked here.
+"""
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dspsim
+from dspsim.sim.detailed import OUTSTANDING_BURSTS, LinkArbiter, _BurstTransfer
+from dspsim.sim.machine import FLUID_MIN_BURSTS
+from dspsim.sim.model import CountingEnvironment
+from dspsim.sim.network import Link
+from dspsim.sim.trace import validate_trace
+
+TOLERANCE = 0.03  # fast within 3% of detailed
+
+
+def _load_grid():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "fidelity_grid.py"
+    spec = importlib.util.spec_from_file_location("fidelity_grid", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+GRID = _load_grid()
+CASES = GRID.grid()
+
+
+def test_the_grid_spans_operators_chips_masks_lengths_and_regions():
+    assert len(CASES) >= 50
+    assert {c.chip for c in CASES} == {"ft78ne", "mt7004"}
+    assert len({c.name.split("_", 1)[1].rsplit("_", 1)[0] for c in CASES}) >= 5
+    assert len({c.core_mask for c in CASES}) >= 5
+    assert {c.region for c in CASES} == {"ddr", "shared_sram", "l2"}
+    assert max(c.length for c in CASES) == 1 << 16
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.label.replace(" ", "-") for c in CASES])
+def test_fast_is_within_3_percent_of_detailed(case):
+    comparison = GRID.compare(case)
+    assert abs(comparison.difference) <= TOLERANCE, (
+        f"{case.label}: fast {comparison.fast_cycles} ({comparison.fast_dma}) vs detailed "
+        f"{comparison.detailed_cycles}")
+
+
+def test_the_grid_exercises_fluid_flows_against_bursts():
+    # the fast model's fluid DMA (not only its burst fallback for short transfers) must be
+    # among the compared cases, on several core counts
+    fluid = [GRID.compare(c) for c in CASES if c.length == 1 << 16 and c.chip == "ft78ne"
+             and c.region == "ddr"]
+    assert {c.fast_dma for c in fluid} == {"fluid"}
+    assert len({c.case.core_mask for c in fluid}) == 3
+    assert all(abs(c.difference) <= TOLERANCE for c in fluid)
+
+
+def _call(chip_name, name, length, mask, fidelity, numerics=False):
+    chip = dspsim.Chip(chip_name)
+    cname = chip.resolve(name)
+    from dspsim.placement import place_operands
+    addresses = place_operands(chip.config, cname, length)
+    rng = np.random.default_rng(3)
+    for operand in cname.operator.inputs:
+        chip.write(addresses[operand], rng.standard_normal(length).astype(cname.dtype.numpy))
+    args = [addresses.get(a, length) for a in cname.operator.args]
+    extra = {} if mask is None else {"core_mask": mask}
+    result = chip.call(name, *args, numerics=numerics, fidelity=fidelity, **extra)
+    return chip, addresses, result
+
+
+def test_detailed_moves_every_burst_and_issues_every_iteration():
+    length = 1 << 16
+    _, _, r = _call("ft78ne", "fp_relu_grad_s", length, 0xff, "detailed")
+    burst = dspsim.Chip("ft78ne").config.dma.burst_bytes
+    bursts = 3 * math.ceil(length * 4 / 8 / burst) * 8  # three operands, eight cores
+    iterations = length // r.lanes
+    # every burst crosses two links (one event each); every iteration is one event
+    assert r.scheduled_events >= 2 * bursts + iterations
+    assert r.metadata["fidelity"] == "detailed"
+    fast = _call("ft78ne", "fp_relu_grad_s", length, 0xff, "fast")[2]
+    assert fast.scheduled_events < r.scheduled_events / 10
+
+
+def test_detailed_results_are_complete_numerics_included():
+    chip, addresses, r = _call("mt7004", "hp_gelu_grad_s", 3000, 0x7, "detailed", numerics=True)
+    fast_chip, fast_addresses, fast = _call("mt7004", "hp_gelu_grad_s", 3000, 0x7, "fast",
+                                            numerics=True)
+    out = chip.read(addresses["dst"], 3000, "fp16")
+    assert np.array_equal(out, fast_chip.read(fast_addresses["dst"], 3000, "fp16"),
+                          equal_nan=True)
+    assert r.bytes_read == fast.bytes_read and r.bytes_written == fast.bytes_written
+    assert [(c.start, c.stop, c.tiles) for c in r.per_core] == \
+        [(c.start, c.stop, c.tiles) for c in fast.per_core]
+    assert r.cycles >= r.roofline_cycles
+    trace = r.trace()
+    assert validate_trace(trace) == []
+    assert trace["metadata"]["fidelity"] == "detailed"
+    counter = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert counter and max(e["args"]["GB/s"] for e in counter) == pytest.approx(20.48, rel=1e-3)
+
+
+def test_detailed_is_deterministic():
+    first = _call("ft78ne", "fp_smoothl1lossgrad_s", 5000, 0x3f, "detailed")[2]
+    second = _call("ft78ne", "fp_smoothl1lossgrad_s", 5000, 0x3f, "detailed")[2]
+    assert first.cycles == second.cycles
+    assert first.trace() == second.trace()
+
+
+def test_unknown_fidelity_is_refused_before_anything_is_written(ft78ne):
+    ft78ne.write(0xA0000000, np.ones(16, np.float32))
+    ft78ne.write(0xA1000000, np.ones(16, np.float32))
+    ft78ne.write(0xB0000000, np.full(16, 7, np.float32))
+    with pytest.raises(dspsim.ArgumentError, match="fidelity='exact'.*'fast', 'detailed'"):
+        ft78ne.fp_relu_grad_s(0xA0000000, 0xA1000000, 0xB0000000, 16, 0xff, fidelity="exact")
+    assert (ft78ne.read(0xB0000000, 16, "fp32") == 7).all()
+    r = ft78ne.fp_relu_grad_s(0xA0000000, 0xA1000000, 0xB0000000, 16, 0xff, fidelity="detailed")
+    assert r.metadata["fidelity"] == "detailed"
+    assert (ft78ne.read(0xB0000000, 16, "fp32") == 1).all()
+
+
+class _Clock:
+    """The two things the burst classes use from a model: its environment and ``after``."""
+
+    def __init__(self):
+        self.env = CountingEnvironment()
+
+    def after(self, delay, then):
+        self.env.timeout(delay).callbacks.append(then)
+
+
+def _bursts_on_one_link(sizes, capacity=10.0, engine_rate=1e9, burst=100):
+    clock = _Clock()
+    link = LinkArbiter(clock, Link("ddr", capacity))
+    finished = {}
+    for index, nbytes in enumerate(sizes):
+        _BurstTransfer(clock, (link,), nbytes, burst, engine_rate,
+                       lambda index=index: finished.setdefault(index, clock.env.now)).issue()
+    clock.env.run()
+    return finished
+
+
+def test_a_link_grants_waiting_transfers_round_robin():
+    # two transfers of four 100-byte bursts on a 10 B/cycle link: the bursts alternate,
+    # so the first ends one burst (10 cycles) before the second, not 40 cycles before
+    assert _bursts_on_one_link([400, 400]) == {0: 70.0, 1: 80.0}
+    # a partial last burst takes its own bytes' time
+    assert _bursts_on_one_link([250]) == {0: 25.0}
+
+
+def test_an_engine_never_outruns_its_own_bandwidth():
+    # 1000 bytes at 2 B/cycle through a fast link: 500 cycles, though the link would pass
+    # the last burst sooner
+    assert _bursts_on_one_link([1000], capacity=1000.0, engine_rate=2.0) == {0: 500.0}
+
+
+def test_outstanding_bursts_bound_what_one_transfer_queues():
+    clock = _Clock()
+    link = LinkArbiter(clock, Link("ddr", 1.0))
+    transfer = _BurstTransfer(clock, (link,), 100 * 100, 100, math.inf, lambda: None)
+    transfer.issue()
+    assert transfer.in_flight == OUTSTANDING_BURSTS
+
+
+def test_short_transfers_use_bursts_in_the_fast_model_and_long_ones_fluid_flows():
+    burst = dspsim.Chip("ft78ne").config.dma.burst_bytes
+    per_core = FLUID_MIN_BURSTS * burst // 4  # elements: one tile of exactly the minimum
+    short = _call("ft78ne", "fp_relu_grad_s", 8 * (per_core - 4), 0xff, "fast")[2]
+    long = _call("ft78ne", "fp_relu_grad_s", 8 * per_core, 0xff, "fast")[2]
+    assert short.timing.dma_model == "bursts" and long.timing.dma_model == "fluid"
