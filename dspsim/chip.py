@@ -274,6 +274,8 @@ class Chip:
             "clock_mhz": cfg.clock_mhz, "params": bound.params,
             "operands": {o.name: hex(o.span.address) for o in bound.inputs + (bound.output,)},
             "warnings": list(bound.warnings), "fidelity": fidelity,
+            "ddr_peak_gbps": cfg.ddr.peak_bandwidth_gbps,
+            "ddr_achievable_gbps": cfg.ddr.bandwidth_gbps,
             "dma_model": timing.dma_model,
         }
         return make_result(timing=timing, metadata=metadata, ddr_peak_gbps=cfg.ddr.peak_bandwidth_gbps,
@@ -287,11 +289,13 @@ def load_chip(chip: str | os.PathLike = "ft78ne") -> Chip:
 
 
 def simulate(name: str, *arrays, chip: Chip | str = "ft78ne", core_mask: int | None = None,
-             core: int | None = None, **params) -> tuple[np.ndarray, RunResult]:
+             core: int | None = None, fidelity: str = "fast",
+             **params) -> tuple[np.ndarray, RunResult]:
     """Run an operator on numpy arrays: place them in simulated memory, call, read back.
 
     ``arrays`` are the operator's inputs in C order (e.g. ``dy, x`` for relu_grad); they are
-    converted to the call's dtype. Returns ``(result array, RunResult)``.
+    converted to the call's dtype; ``params`` are the operator's parameters (``alpha=0.1``).
+    Returns ``(result array, RunResult)``.
     """
     from dspsim.placement import place_operands  # the placement policy of the CLI too
 
@@ -318,6 +322,6 @@ def simulate(name: str, *arrays, chip: Chip | str = "ft78ne", core_mask: int | N
     args = [addresses[a] if a in addresses else (length if a == "length" else params.pop(a, None))
             for a in op.args]
     kwargs = {"core_mask": core_mask} if cname.storage == "shared" else {}
-    result = chip.call(name, *args, core=core, **kwargs, **params)
+    result = chip.call(name, *args, core=core, fidelity=fidelity, **kwargs, **params)
     out = chip.read(addresses[op.output], length, cname.dtype.numpy, core=core)
     return out, result

@@ -20,6 +20,7 @@ from dspsim.kernels.check import compare
 from dspsim.report import render
 from dspsim.sim.config import load_config, packaged_chips
 from dspsim.sim.errors import ArgumentError, DspSimError
+from dspsim.sim.machine import FIDELITIES
 from dspsim.sim.vector import vector_cost
 
 DEFAULT_TRACE_DIR = "traces"
@@ -67,6 +68,9 @@ def add_run(sub) -> None:
     p.add_argument("--param", type=parse_param, action="append", default=[],
                    metavar="NAME=VALUE", help="operator parameter, e.g. alpha=0.1 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the inputs (default 0)")
+    p.add_argument("--fidelity", choices=FIDELITIES, default="fast",
+                   help="timing model: fast (default) or detailed (DMA bursts, every vector "
+                   "iteration; for small lengths)")
     p.add_argument("--trace", default=None, metavar="PATH",
                    help=f"trace file (default {DEFAULT_TRACE_DIR}/<op>-<chip>-n<length>.json)")
     p.add_argument("--no-trace", action="store_true", help="do not write a trace")
@@ -88,7 +92,7 @@ def cmd_run(args, console: Console) -> int:
     inputs = op.random_inputs(np.random.default_rng(args.seed), args.length)
     typed = [inputs[name].astype(cname.dtype.numpy) for name in op.inputs]
     out, result = simulate(cname.name, *typed, chip=chip, core_mask=args.core_mask,
-                           core=args.core, **params)
+                           core=args.core, fidelity=args.fidelity, **params)
     with np.errstate(all="ignore"):
         reference = op.reference(*(a.astype(np.float64) for a in typed),
                                  **result.metadata["params"])

@@ -18,7 +18,9 @@ def render(result: RunResult, console: Console, check=None, trace_path: str | No
     mask = "" if r.core_mask is None else f", core_mask {r.core_mask:#x}"
     console.print(f"[bold]{r.operator}[/] on [bold]{r.chip}[/] ({r.clock_mhz:g} MHz): "
                   f"{r.length} × {r.dtype}, {r.storage} storage{mask}, "
-                  f"cores {', '.join(map(str, r.cores)) or '-'}")
+                  f"cores {', '.join(map(str, r.cores)) or '-'}"
+                  + (f", [bold]{r.metadata['fidelity']}[/] fidelity"
+                     if r.metadata.get("fidelity", "fast") != "fast" else ""))
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="dim")
     summary.add_column(justify="right")

@@ -67,7 +67,9 @@ def build_trace(timing: Timing, metadata: dict[str, Any], ddr_gbps_per_byte_cycl
                        "args": {"name": f"core {core}"}})
         events.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
                        "args": {"sort_index": pid}})
-        for tid, engine in enumerate(sorted(engines_of[core], key=_thread_order), start=1):
+        for index, engine in enumerate(sorted(engines_of[core], key=_thread_order), start=1):
+            # a thread whose tid equals its pid is shown as the process's main thread
+            tid = pid * 1000 + index
             threads[(core, engine)] = tid
             events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                            "args": {"name": engine}})
@@ -89,7 +91,9 @@ def build_trace(timing: Timing, metadata: dict[str, Any], ddr_gbps_per_byte_cycl
         "traceEvents": events,
         "displayTimeUnit": "ns",
         "metadata": {**metadata, "time_unit": TIME_UNIT_NOTE,
-                     "total_cycles": timing.cycles},
+                     "total_cycles": timing.cycles,
+                     "roofline_terms": dict(timing.roofline_terms),
+                     "bound": timing.bound if timing.roofline_terms else None},
     }
 
 

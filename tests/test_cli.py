@@ -55,3 +55,11 @@ def test_chips_and_ops_list_what_exists():
     assert chips.returncode == 0 and "FT78NE" in chips.stdout and "MT7004" in chips.stdout
     ops = dspsim_cli("ops")
     assert ops.returncode == 0 and "relu_grad" in ops.stdout and "cycles" in ops.stdout
+
+
+def test_run_at_detailed_fidelity(tmp_path):
+    proc = dspsim_cli("run", "fp_relu_grad_s", "--length", "4096", "--fidelity", "detailed",
+                      "--trace", str(tmp_path / "d.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert "detailed fidelity" in proc.stdout
+    assert json.loads((tmp_path / "d.json").read_text())["metadata"]["fidelity"] == "detailed"

@@ -31,6 +31,10 @@ def test_trace_is_valid_and_complete(result):
                  if e["ph"] == "M" and e["name"] == "process_name"}
     assert {"core 0", "core 1", "core 2", "core 3"} <= processes
     assert {"dma-in", "vector", "dma-out"} <= set(names.values())
+    threads = [e for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"]
+    assert all(e["tid"] != e["pid"] for e in threads)  # else Perfetto calls it "main thread"
+    assert meta["bound"] == result.bound
+    assert meta["roofline_terms"] == pytest.approx(result.roofline_terms)
     counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
     assert counters and all(e["name"] == "DDR bandwidth" for e in counters)
     assert max(e["args"]["GB/s"] for e in counters) == pytest.approx(8.536, rel=1e-3)
