@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from typing import Callable
 
@@ -16,6 +15,7 @@ from rich.table import Table
 
 from dspsim import kernels
 from dspsim.chip import Chip, simulate
+from dspsim.cli_args import parse_int, parse_param
 from dspsim.kernels.check import compare
 from dspsim.report import render
 from dspsim.sim.config import load_config, packaged_chips
@@ -24,26 +24,6 @@ from dspsim.sim.machine import FIDELITIES
 from dspsim.sim.vector import vector_cost
 
 DEFAULT_TRACE_DIR = "traces"
-
-
-def parse_int(text: str) -> int:
-    """Integers as users write them: 1024, 0xff, 2^22, 2**22."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:\^|\*\*)\s*(\d+)\s*", text)
-    try:
-        return int(match.group(1)) ** int(match.group(2)) if match else int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer (examples: 1024, 0xff, "
-                                         f"2^22)") from None
-
-
-def parse_param(text: str) -> tuple[str, float]:
-    name, sep, value = text.partition("=")
-    try:
-        if not sep:
-            raise ValueError
-        return name.strip(), float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--param takes NAME=NUMBER, got {text!r}") from None
 
 
 def default_trace_path(result) -> str:

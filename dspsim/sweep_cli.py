@@ -1,16 +1,15 @@
 """``dspsim sweep``: the command line of core_mask scaling studies (see :mod:`dspsim.sweep`)."""
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
-import re
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+from dspsim.cli_args import int_list, name_list, parse_param
 from dspsim.executors import make_executor
 from dspsim.plots import slug, write_sweep_plots
 from dspsim.sim.config import packaged_chips
@@ -19,35 +18,6 @@ from dspsim.sweep import SweepSpec, rows_for_plots, run_sweep
 from dspsim.sweep_store import CSV, JSON, JSONL, RowStore
 
 DEFAULT_SWEEP_DIR = "sweeps"
-
-
-def parse_count(text: str) -> int:
-    """An integer as users write it: 1024, 0xff, 2^22, 2**22."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:\^|\*\*)\s*(\d+)\s*", text)
-    try:
-        return int(match.group(1)) ** int(match.group(2)) if match else int(text.strip(), 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer (examples: 1024, 0xff, "
-                                         f"2^22)") from None
-
-
-def int_list(text: str) -> list[int]:
-    """A comma-separated list of integers: ``2^12,2^16,2^20`` or ``0x1,0x3,0xf``."""
-    return [parse_count(part) for part in text.split(",") if part.strip()]
-
-
-def name_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def parse_param(text: str) -> tuple[str, float]:
-    name, sep, value = text.partition("=")
-    try:
-        if not sep:
-            raise ValueError
-        return name.strip(), float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--param takes NAME=NUMBER, got {text!r}") from None
 
 
 def _flatten(lists):

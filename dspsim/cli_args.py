@@ -1,0 +1,36 @@
+"""Argument types shared by the command-line modules."""
+from __future__ import annotations
+
+import argparse
+import re
+
+
+def parse_int(text: str) -> int:
+    """Integers as users write them: 1024, 0xff, 2^22, 2**22."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:\^|\*\*)\s*(\d+)\s*", text)
+    try:
+        return int(match.group(1)) ** int(match.group(2)) if match else int(text.strip(), 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer (examples: 1024, 0xff, "
+                                         f"2^22)") from None
+
+
+def int_list(text: str) -> list[int]:
+    """A comma-separated list of integers: ``2^12,2^16,2^20`` or ``0x1,0x3,0xf``."""
+    return [parse_int(part) for part in text.split(",") if part.strip()]
+
+
+def name_list(text: str) -> list[str]:
+    """A comma-separated list of names: ``relu_grad,gelu_grad``."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_param(text: str) -> tuple[str, float]:
+    """An operator parameter as ``NAME=NUMBER``."""
+    name, sep, value = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--param takes NAME=NUMBER, got {text!r}") from None
