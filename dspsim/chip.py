@@ -29,6 +29,13 @@ _INT_TYPES = (int, np.integer)
 _BLOCK_ELEMENTS = 1 << 18
 
 
+def _numpy_dtype(dtype):
+    """fp32/fp16/bf16 as their numpy types; anything else as given."""
+    if isinstance(dtype, str) and dtype in kernels.DTYPES:
+        return kernels.DTYPES[dtype].numpy
+    return dtype
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, _INT_TYPES) and not isinstance(value, bool)
 
@@ -70,11 +77,14 @@ class Chip:
         """Store ``array`` (in its own dtype) at ``address``; ``core`` picks a local L2."""
         self.memory.write(address, np.asarray(array), core=core)
 
+    def zero(self, address: int, count: int, dtype, *, core: int | None = None) -> None:
+        """Store ``count`` zeros of ``dtype`` at ``address``; free of host memory where the
+        bytes were never written (inputs of timing-only calls, whose data does not matter)."""
+        self.memory.zero(address, count, _numpy_dtype(dtype), core=core)
+
     def read(self, address: int, count: int, dtype, *, core: int | None = None) -> np.ndarray:
         """A copy of ``count`` elements of ``dtype`` (numpy dtype or fp32/fp16/bf16)."""
-        if isinstance(dtype, str) and dtype in kernels.DTYPES:
-            dtype = kernels.DTYPES[dtype].numpy
-        return self.memory.read(address, count, dtype, core=core)
+        return self.memory.read(address, count, _numpy_dtype(dtype), core=core)
 
     # --------------------------------------------------------------- operator names
     def operator_names(self) -> list[str]:

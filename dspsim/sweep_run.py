@@ -42,17 +42,20 @@ def execute(task: Task) -> dict[str, Any]:
     return {"row": row}
 
 
-def _inputs(run: RunSpec, cname) -> list[np.ndarray]:
-    """The call's input arrays: reproducible random data, or zeros when timing only.
-
-    Timing does not depend on the data, but inputs must exist in simulated memory
-    (reading never-written bytes is an error); zeros are the cheapest to make.
-    """
+def _place_inputs(run: RunSpec, chip: Chip, cname, addresses) -> list[np.ndarray] | None:
+    """Put the call's inputs in simulated memory: reproducible random data, or zeros
+    when timing only (timing does not depend on the data, but inputs must exist, and
+    zeros on fresh memory cost nothing). Returns the arrays written, None for zeros."""
     op, dtype = cname.operator, cname.dtype.numpy
     if not run.numerics:
-        return [np.zeros(run.length, dtype=dtype)] * len(op.inputs)
+        for operand in op.inputs:
+            chip.zero(addresses[operand], run.length, dtype)
+        return None
     values = op.random_inputs(np.random.default_rng(run.seed), run.length)
-    return [values[name].astype(dtype) for name in op.inputs]
+    inputs = [values[name].astype(dtype) for name in op.inputs]
+    for operand, array in zip(op.inputs, inputs):
+        chip.write(addresses[operand], array)
+    return inputs
 
 
 def _simulate(run: RunSpec):
@@ -61,9 +64,7 @@ def _simulate(run: RunSpec):
     cname = chip.resolve(run.operator)
     op = cname.operator
     addresses = place_operands(chip.config, cname, run.length)
-    inputs = _inputs(run, cname)
-    for operand, array in zip(op.inputs, inputs):
-        chip.write(addresses[operand], array)
+    inputs = _place_inputs(run, chip, cname, addresses)
     params = dict(run.params)
     args = [addresses[a] if a in addresses else run.length if a == "length" else params.get(a)
             for a in op.args]

@@ -206,8 +206,8 @@ class Memory:
         self.mark_written(span)
         return span
 
-    def read(self, address: int, count: int, dtype, *, core: int | None = None) -> np.ndarray:
-        """A copy of ``count`` elements of ``dtype`` at ``address``."""
+    def _elements(self, address, count, dtype, core) -> tuple[Span, np.dtype]:
+        """Resolve ``count`` elements of ``dtype`` at ``address``, checking all three."""
         try:
             dtype = np.dtype(dtype)
         except (TypeError, ValueError):
@@ -218,5 +218,23 @@ class Memory:
             raise ArgumentError(f"count {count!r} must be a non-negative integer")
         span = self.resolve(address, int(count) * dtype.itemsize, core=core,
                             alignment=dtype.itemsize)
+        return span, dtype
+
+    def zero(self, address: int, count: int, dtype, *, core: int | None = None) -> Span:
+        """Set ``count`` elements of ``dtype`` at ``address`` to zero.
+
+        Bytes never written are already zero in the anonymous mapping, so they are only
+        declared written: a large zero operand for a timing-only call costs no host memory.
+        """
+        span, _ = self._elements(address, count, dtype, core)
+        if self._storage(span).written.first_gap(span.offset, span.end_offset) != (
+                span.offset, span.end_offset):
+            self.view(span, np.uint8)[:] = 0  # some bytes hold data: clear them for real
+        self.mark_written(span)
+        return span
+
+    def read(self, address: int, count: int, dtype, *, core: int | None = None) -> np.ndarray:
+        """A copy of ``count`` elements of ``dtype`` at ``address``."""
+        span, dtype = self._elements(address, count, dtype, core)
         self.check_written(span)
         return self.view(span, dtype).copy()

@@ -61,3 +61,24 @@ def test_mt7004_l2_is_local_to_each_core(mt7004):
     with pytest.raises(AddressError, match="never written"):
         mt7004.read(0x10000000, 4, np.float32)  # core 0's L2
     assert mt7004.read(0x10000000, 4, np.float32, core=1).sum() == 4
+
+
+def test_zero_on_fresh_memory_costs_nothing_and_reads_zeros(ft78ne):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    ft78ne.zero(0x80000000, 1 << 28, np.float32)  # 1 GiB of DDR
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert after - before < 64 * 1024  # KiB
+    assert not ft78ne.read(0x80000000 + (1 << 29), 16, np.float32).any()
+
+
+def test_zero_clears_bytes_that_held_data(ft78ne):
+    ft78ne.write(0xA0000010, np.full(4, 3.0, np.float32))
+    ft78ne.zero(0xA0000000, 16, "fp32")
+    assert not ft78ne.read(0xA0000000, 16, np.float32).any()
+
+
+def test_zero_checks_like_write(ft78ne):
+    with pytest.raises(AddressError, match="not aligned"):
+        ft78ne.zero(0xA0000002, 4, np.float32)
+    with pytest.raises(AddressError, match="past the end of ddr"):
+        ft78ne.zero(0xFFFFFFF8, 4, np.float32)

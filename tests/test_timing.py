@@ -16,7 +16,7 @@ def timed(chip_name, name, length, core_mask=None, **kw):
     from dspsim.placement import place_operands
     addresses = place_operands(chip.config, cname, length)
     for operand in cname.operator.inputs:
-        chip.write(addresses[operand], np.zeros(length, cname.dtype.numpy))
+        chip.zero(addresses[operand], length, cname.dtype.numpy)
     args = [addresses.get(a, length) for a in cname.operator.args]
     extra = {"core_mask": core_mask} if core_mask is not None else {}
     return chip.call(name, *args, numerics=False, **extra, **kw)
