@@ -38,7 +38,7 @@ from rich.console import Console
 from rich.table import Table
 
 import dspsim
-from dspsim.placement import place_operands
+from dspsim.placement import c_arguments, place_operands
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fidelity_grid  # noqa: E402  (a sibling script, not a package)
@@ -97,8 +97,7 @@ def measure(chip_name: str, name: str, core_mask: int, length: int, repeats: int
     for operand in op.inputs:
         chip.write(addresses[operand], arrays[operand])
     params = {p.name: p.default for p in op.params}
-    args = [addresses.get(a, length) if a in addresses or a == "length" else params[a]
-            for a in op.args]
+    args = c_arguments(op, addresses, length, params)
     inputs = [arrays[operand] for operand in op.inputs]
 
     def plain_numpy():

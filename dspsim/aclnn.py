@@ -31,7 +31,7 @@ import numpy as np
 
 from dspsim import kernels
 from dspsim.chip import Chip
-from dspsim.placement import place_operands
+from dspsim.placement import c_arguments, place_operands
 from dspsim.result import RunResult
 from dspsim.sim.errors import DspSimError
 
@@ -206,8 +206,7 @@ def _run_kernel(chip: Chip, executor: Executor, core_mask: int | None) -> RunRes
         addresses[op.output] = addresses[op.inputs[0]]
     for operand, tensor in zip(op.inputs, executor.inputs):
         chip.write(addresses[operand], np.ascontiguousarray(tensor).reshape(-1))
-    args = [addresses[a] if a in addresses else length if a == "length" else executor.params[a]
-            for a in op.args]
+    args = c_arguments(op, addresses, length, executor.params)
     result = chip.call(cname.name, *args, core_mask=core_mask)
     out = chip.read(addresses[op.output], length, cname.dtype.numpy)
     executor.output[...] = out.reshape(executor.output.shape)

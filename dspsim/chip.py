@@ -307,7 +307,7 @@ def simulate(name: str, *arrays, chip: Chip | str = "ft78ne", core_mask: int | N
     converted to the call's dtype; ``params`` are the operator's parameters (``alpha=0.1``).
     Returns ``(result array, RunResult)``.
     """
-    from dspsim.placement import place_operands  # the placement policy of the CLI too
+    from dspsim.placement import c_arguments, place_operands  # the CLI's placement too
 
     chip = chip if isinstance(chip, Chip) else Chip(chip)
     cname = chip.resolve(name)
@@ -329,9 +329,8 @@ def simulate(name: str, *arrays, chip: Chip | str = "ft78ne", core_mask: int | N
     addresses = place_operands(chip.config, cname, length)
     for operand, array in zip(op.inputs, converted):
         chip.write(addresses[operand], array, core=core)
-    args = [addresses[a] if a in addresses else (length if a == "length" else params.pop(a, None))
-            for a in op.args]
+    args = c_arguments(op, addresses, length, params)
     kwargs = {"core_mask": core_mask} if cname.storage == "shared" else {}
-    result = chip.call(name, *args, core=core, fidelity=fidelity, **kwargs, **params)
+    result = chip.call(name, *args, core=core, fidelity=fidelity, **kwargs)
     out = chip.read(addresses[op.output], length, cname.dtype.numpy, core=core)
     return out, result

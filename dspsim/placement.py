@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dspsim.kernels import CName
 from dspsim.sim.config import ChipConfig
-from dspsim.sim.errors import CapacityError
+from dspsim.sim.errors import ArgumentError, CapacityError
 
 _ALIGN = 64  # bytes: keeps every operand aligned for any dtype and burst
 
@@ -54,3 +54,16 @@ def place_operands(config: ChipConfig, cname: CName, length: int) -> dict[str, i
             + (f" or the shared-storage version {cname.name[:-2]}_s" if cname.storage == "private"
                else ""))
     return dict(zip(op.inputs + (op.output,), bases))
+
+
+def c_arguments(operator, addresses: dict[str, int], length: int,
+                params: dict[str, float] | None = None) -> list:
+    """The call's arguments in C order: operand addresses, ``length``, and parameters
+    (``None`` where a parameter is not given, so that its default applies)."""
+    params = params or {}
+    unknown = sorted(set(params) - {p.name for p in operator.params})
+    if unknown:
+        raise ArgumentError(f"{operator.stem} has no parameter {unknown[0]!r}; its parameters: "
+                            f"{', '.join(p.name for p in operator.params) or 'none'}")
+    return [addresses[a] if a in addresses else length if a == "length" else params.get(a)
+            for a in operator.args]

@@ -14,9 +14,9 @@ import numpy as np
 from dspsim import kernels
 from dspsim.chip import Chip
 from dspsim.kernels.check import compare
-from dspsim.placement import place_operands
+from dspsim.placement import c_arguments, place_operands
 from dspsim.sim.errors import DspSimError
-from dspsim.sim.machine import ENGINES
+from dspsim.sim.machine import COMPUTE, LOAD, STORE
 from dspsim.sweep_plan import BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_params
 
 
@@ -65,9 +65,7 @@ def _simulate(run: RunSpec):
     op = cname.operator
     addresses = place_operands(chip.config, cname, run.length)
     inputs = _place_inputs(run, chip, cname, addresses)
-    params = dict(run.params)
-    args = [addresses[a] if a in addresses else run.length if a == "length" else params.get(a)
-            for a in op.args]
+    args = c_arguments(op, addresses, run.length, dict(run.params))
     model = {"fidelity": run.fidelity} if run.fidelity != DEFAULT_FIDELITY else {}
     result = chip.call(run.operator, *args, core_mask=run.core_mask, numerics=run.numerics,
                        **model)
@@ -114,9 +112,9 @@ def result_row(run: RunSpec, result, check, baseline_cycles: int | None) -> dict
         "bytes_written": sum(result.bytes_written.values()),
         "roofline_share": result.roofline_cycles / cycles if cycles else None,
         **{_slug(name): value for name, value in terms.items()},
-        "vector_busy_share": mean_busy(ENGINES[1]),
-        "dma_in_busy_share": mean_busy(ENGINES[0]),
-        "dma_out_busy_share": mean_busy(ENGINES[2]),
+        "vector_busy_share": mean_busy(COMPUTE),
+        "dma_in_busy_share": mean_busy(LOAD),
+        "dma_out_busy_share": mean_busy(STORE),
         "critical_core": critical.core if critical else None,
         "critical_finish_cycle": critical.finish_cycle if critical else None,
         "lanes": result.lanes, "iteration_cycles": result.iteration_cycles,

@@ -6,10 +6,9 @@ has several engines per direction), a call process with the launch and barrier s
 and the "DDR bandwidth" counter, and a ``metadata`` object. Slices carry their exact
 cycles in ``args`` (``start_cycle``, ``cycles``) and their bytes and memory region.
 
-The bounding resource is the largest of the lower bounds each resource alone puts on
-the call: the same roofline terms the simulator reports, recomputed from the bytes and
-vector iterations in the trace and the chip description (found by the chip name in the
-metadata, or given with ``--chip``). Bandwidth shares need the description too.
+The bounding resource, the roofline terms and the DDR peak and achievable bandwidths are
+those the simulator reported, carried in the trace's metadata: the summary reads them
+rather than modelling the chip a second time, so it needs no chip description.
 """
 from __future__ import annotations
 
@@ -18,13 +17,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from dspsim import kernels
-from dspsim.sim.config import ChipConfig, load_config
-from dspsim.sim.errors import ArgumentError, ConfigError
+from dspsim.sim.errors import ArgumentError
+from dspsim.sim.machine import ENGINES as ENGINE_ORDER
 from dspsim.sim.trace import load_trace
-from dspsim.sim.vector import vector_cost
-
-ENGINE_ORDER = ("dma-in", "vector", "dma-out")
 CALL = "call"
 
 
@@ -102,6 +97,10 @@ def read_trace(path: str | os.PathLike) -> Trace:
     if not isinstance(metadata, dict) or "total_cycles" not in metadata:
         raise ArgumentError(f"{path} has no dspsim metadata (chip, operator, total_cycles); "
                             f"write traces with `dspsim run` or RunResult.write_trace")
+    missing = [key for key in MODEL_METADATA if key not in metadata]
+    if missing:
+        raise ArgumentError(f"{path}: its metadata lacks {', '.join(missing)}; write the trace "
+                            f"again with this dspsim (`dspsim run` or RunResult.write_trace)")
     events = data["traceEvents"]
     processes, threads = _names(events)
     slices, ddr = [], []
@@ -123,19 +122,8 @@ def read_trace(path: str | os.PathLike) -> Trace:
     return Trace(path, metadata, float(metadata["total_cycles"]), slices, sorted(ddr))
 
 
-def chip_config(trace: Trace, chip: str | None = None) -> ChipConfig:
-    """The chip description of a trace: ``chip`` if given, else the packaged chip it names."""
-    name = chip or trace.metadata.get("chip")
-    try:
-        config = load_config(name)
-    except ConfigError as exc:
-        raise ConfigError(f"{trace.path} was made on chip {trace.metadata.get('chip')!r}: {exc}; "
-                          f"pass --chip PATH.yaml with its description") from None
-    if chip is None and float(config.clock_mhz) != float(trace.metadata.get("clock_mhz", 0)):
-        raise ConfigError(f"{trace.path}: the packaged {config.name} runs at {config.clock_mhz:g} "
-                          f"MHz but the trace at {trace.metadata.get('clock_mhz')} MHz; pass "
-                          f"--chip PATH.yaml with the description the trace was made with")
-    return config
+#: What the simulator measured and the summary reports as is.
+MODEL_METADATA = ("roofline_terms", "bound", "ddr_peak_gbps", "ddr_achievable_gbps")
 
 
 # ----------------------------------------------------------------------------- intervals
@@ -233,55 +221,6 @@ def _ddr_average(samples: list[tuple[float, float]], lo: float, hi: float) -> fl
     return total / (hi - lo)
 
 
-def _iteration_cycles(trace: Trace, config: ChipConfig, vector_slices: list[TraceSlice]) -> float:
-    """Cycles of one vector iteration: from the operator's instruction mix on this chip, or,
-    for an operator this library does not know, from a tile (fill + overhead + iterations)."""
-    cname = kernels.parse(str(trace.metadata.get("operator", "")))
-    if cname is not None:
-        return vector_cost(config, cname.dtype.name, cname.operator.mix).iteration_cycles
-    sample = next((s for s in vector_slices if s.args.get("iterations")), None)
-    if sample is None:
-        return 0.0
-    vec = config.vector
-    return ((sample.cycles - vec.pipeline_fill_cycles - vec.loop_overhead_cycles_per_tile)
-            / sample.args["iterations"])
-
-
-def roofline_terms(trace: Trace, config: ChipConfig) -> dict[str, float]:
-    """Each resource's lower bound on the call, in cycles, as the simulator computes it."""
-    if isinstance(trace.metadata.get("roofline_terms"), dict):
-        return dict(trace.metadata["roofline_terms"])
-    vector_slices = [s for s in trace.slices if s.engine == "vector"]
-    iterations = {c: sum(s.args.get("iterations", 0) for s in vector_slices if s.core == c)
-                  for c in trace.cores}
-    per_iteration = _iteration_cycles(trace, config, vector_slices)
-    vector = max(iterations.values(), default=0) * per_iteration
-    if trace.metadata.get("storage") == "private":
-        return {"vector unit": vector}
-    dma = [s for s in trace.slices if s.engine in ("dma-in", "dma-out")]
-    per_thread: dict[tuple, float] = {}
-    per_core: dict[int, float] = {}
-    per_region: dict[str, float] = {}
-    for s in dma:
-        nbytes = s.args.get("bytes", 0)
-        per_thread[(s.core, s.thread)] = per_thread.get((s.core, s.thread), 0) + nbytes
-        per_core[s.core] = per_core.get(s.core, 0) + nbytes
-        region = s.args.get("region")
-        per_region[region] = per_region.get(region, 0) + nbytes
-    terms = {
-        "launch overhead": sum(s.cycles for s in trace.of_core(None)),
-        "DMA engine": max(per_thread.values(), default=0)
-        / config.bytes_per_cycle(config.dma.engine_bandwidth_gbps),
-        "L2 port": max(per_core.values(), default=0) / config.l2.load_store_bytes_per_cycle,
-        "vector unit": vector,
-    }
-    for region in config.shared_regions:
-        label = "DDR" if region.name == "ddr" else "shared SRAM"
-        terms[label] = per_region.get(region.name, 0) / config.bytes_per_cycle(
-            region.bandwidth_gbps)
-    return terms
-
-
 def _core_summary(trace: Trace, core: int) -> CoreSummary:
     slices = trace.of_core(core)
     busy: dict[str, float] = {}
@@ -298,18 +237,19 @@ def _core_summary(trace: Trace, core: int) -> CoreSummary:
         vector_gaps=vector_gaps)
 
 
-def summarize(trace: Trace, config: ChipConfig, buckets: int = 20) -> TraceSummary:
+def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     """Per-core engine activity, DDR use over time, the bound and the critical core."""
     total = trace.total_cycles
+    meta = trace.metadata
     cores = [_core_summary(trace, c) for c in trace.cores]
-    terms = roofline_terms(trace, config)
-    bound = trace.metadata.get("bound") or max(terms, key=terms.get)
+    terms = {name: float(cycles) for name, cycles in meta["roofline_terms"].items()}
+    bound = meta["bound"] or "none (length 0)"
     ddr_bytes = sum(s.args.get("bytes", 0) for s in trace.slices
                     if s.args.get("region") == "ddr" and s.core is not None)
     buckets = max(1, buckets)
     timeline = [_ddr_average(trace.ddr, total * i / buckets, total * (i + 1) / buckets)
                 for i in range(buckets)]
-    achievable = config.ddr.bandwidth_gbps
+    achievable = float(meta["ddr_achievable_gbps"])
     saturated = sum(min(nxt, total) - cycle for (cycle, rate), nxt in
                     zip(trace.ddr, [c for c, _ in trace.ddr[1:]] + [total])
                     if rate >= 0.99 * achievable and nxt > cycle)
@@ -322,7 +262,7 @@ def summarize(trace: Trace, config: ChipConfig, buckets: int = 20) -> TraceSumma
         call_cycles={s.name: s.cycles for s in trace.of_core(None)}, ddr_bytes=ddr_bytes,
         ddr_mean_gbps=_ddr_average(trace.ddr, 0.0, total), ddr_timeline=timeline,
         ddr_saturated_share=saturated / total if total else 0.0,
-        ddr_peak_gbps=config.ddr.peak_bandwidth_gbps, ddr_achievable_gbps=achievable,
+        ddr_peak_gbps=float(meta["ddr_peak_gbps"]), ddr_achievable_gbps=achievable,
         roofline_terms=terms, bound=bound, critical_core=critical.core if critical else None,
         finishing_together=together, engines=engines)
 

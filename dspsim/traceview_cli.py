@@ -9,9 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from dspsim.trace_plot import plot_trace
-from dspsim.sim.errors import ConfigError
 from dspsim.tracecompare import TraceComparison, compare
-from dspsim.traceview import TraceSummary, chip_config, read_trace, summarize
+from dspsim.traceview import TraceSummary, read_trace, summarize
 
 SPARK = " ▁▂▃▄▅▆▇█"
 
@@ -21,13 +20,10 @@ def add_trace(sub) -> None:
     p = sub.add_parser("trace", help="summarise, plot or compare trace files",
                        description="Read traces written by `dspsim run` (Chrome trace JSON).")
     tsub = p.add_subparsers(dest="trace_command", required=True, metavar="SUBCOMMAND")
-    chip_help = ("chip name or YAML path the trace was made with (default: the packaged chip "
-                 "named in the trace)")
 
     s = tsub.add_parser("summary", help="busy shares, overlap, idle gaps, DDR use, bound, "
                         "critical core")
     s.add_argument("file", help="trace file (.json)")
-    s.add_argument("--chip", default=None, help=chip_help)
     s.add_argument("--buckets", type=int, default=20,
                    help="slices of the call in the DDR timeline (default 20)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -37,22 +33,18 @@ def add_trace(sub) -> None:
     pl.add_argument("file", help="trace file (.json)")
     pl.add_argument("-o", "--output", default=None, metavar="PNG",
                     help="image to write (default: the trace's path with .png)")
-    pl.add_argument("--chip", default=None, help=chip_help)
     pl.set_defaults(handler=cmd_plot)
 
     c = tsub.add_parser("compare", help="what changed between two runs: total, per core, "
                         "per engine")
     c.add_argument("a", help="first trace (the reference)")
     c.add_argument("b", help="second trace")
-    c.add_argument("--chip", default=None, help=chip_help + "; applies to both")
-    c.add_argument("--chip-b", default=None, help="chip of the second trace, if it differs")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
     c.set_defaults(handler=cmd_compare)
 
 
-def _summary(path: str, chip: str | None, buckets: int = 20) -> TraceSummary:
-    trace = read_trace(path)
-    return summarize(trace, chip_config(trace, chip), buckets)
+def _summary(path: str, buckets: int = 20) -> TraceSummary:
+    return summarize(read_trace(path), buckets)
 
 
 def _pct(part: float | None, whole: float) -> str:
@@ -79,7 +71,7 @@ def critical_text(s: TraceSummary) -> str:
 
 
 def cmd_summary(args, console: Console) -> int:
-    summary = _summary(args.file, args.chip, args.buckets)
+    summary = _summary(args.file, args.buckets)
     if args.json:
         console.print_json(json.dumps(summary_json(summary)))
         return 0
@@ -136,13 +128,8 @@ def render_summary(s: TraceSummary, console: Console) -> None:
 
 def cmd_plot(args, console: Console) -> int:
     trace = read_trace(args.file)
-    try:
-        config = chip_config(trace, args.chip)
-        peak, achievable = config.ddr.peak_bandwidth_gbps, config.ddr.bandwidth_gbps
-        bound = summarize(trace, config).bound
-    except ConfigError as exc:  # the chart itself needs no chip description
-        console.print(f"[yellow]note:[/] no DDR peak lines or bound: {exc}", highlight=False)
-        peak = achievable = bound = None
+    meta = trace.metadata
+    peak, achievable, bound = meta["ddr_peak_gbps"], meta["ddr_achievable_gbps"], meta["bound"]
     output = args.output or os.path.splitext(args.file)[0] + ".png"
     console.print(f"plot: {plot_trace(trace, output, peak, achievable, bound)}")
     return 0
@@ -166,8 +153,8 @@ def _delta(a: float | None, b: float | None) -> tuple[str, str, str, str]:
 
 
 def cmd_compare(args, console: Console) -> int:
-    a = _summary(args.a, args.chip)
-    b = _summary(args.b, args.chip_b or args.chip)
+    a = _summary(args.a)
+    b = _summary(args.b)
     cmp = compare(a, b)
     if args.json:
         console.print_json(json.dumps(comparison_json(cmp)))

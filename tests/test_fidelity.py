@@ -64,12 +64,12 @@ def test_the_grid_exercises_fluid_flows_against_bursts():
 def _call(chip_name, name, length, mask, fidelity, numerics=False):
     chip = dspsim.Chip(chip_name)
     cname = chip.resolve(name)
-    from dspsim.placement import place_operands
+    from dspsim.placement import c_arguments, place_operands
     addresses = place_operands(chip.config, cname, length)
     rng = np.random.default_rng(3)
     for operand in cname.operator.inputs:
         chip.write(addresses[operand], rng.standard_normal(length).astype(cname.dtype.numpy))
-    args = [addresses.get(a, length) for a in cname.operator.args]
+    args = c_arguments(cname.operator, addresses, length)
     extra = {} if mask is None else {"core_mask": mask}
     result = chip.call(name, *args, numerics=numerics, fidelity=fidelity, **extra)
     return chip, addresses, result

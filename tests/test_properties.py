@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import dspsim
+from dspsim.placement import c_arguments
 from dspsim import kernels
 from dspsim.sim.config import config_from_dict, packaged_chips
 from dspsim.sim.machine import run_job
@@ -109,8 +110,7 @@ def _place_and_call(call, *, fidelity="fast", numerics=False):
     for operand in cname.operator.inputs:
         chip.write(addresses[operand], rng.standard_normal(length).astype(cname.dtype.numpy),
                    core=core)
-    args = [addresses.get(a, length) if a in addresses or a == "length" else params[a]
-            for a in cname.operator.args]
+    args = c_arguments(cname.operator, addresses, length, params)
     extra = {} if mask is None else {"core_mask": mask}
     return chip, chip.call(name, *args, core=core, fidelity=fidelity, numerics=numerics,
                            **extra)
@@ -175,8 +175,7 @@ def test_same_call_same_cycles_same_trace(call):
 def test_mirrored_cores_give_the_cycles_of_every_core_simulated(call):
     config, name, addresses, length, params, mask, core = call
     chip, _ = _place_and_call(call)
-    args = [addresses.get(a, length) if a in addresses or a == "length" else params[a]
-            for a in chip.resolve(name).operator.args]
+    args = c_arguments(chip.resolve(name).operator, addresses, length, params)
     extra = {} if mask is None else {"core_mask": mask}
     job = chip._job(chip.bind(name, tuple(args), extra, core=core))
     mirrored = run_job(config, job)
@@ -210,8 +209,7 @@ def test_numerics_over_several_blocks_equal_one_numpy_evaluation(chip, name):
     for operand in op.inputs:
         machine.write(addresses[operand], arrays[operand])
     params = {p.name: p.default for p in op.params}
-    args = [addresses.get(a, length) if a in addresses or a == "length" else params[a]
-            for a in op.args]
+    args = c_arguments(op, addresses, length, params)
     machine.call(name, *args)
     with np.errstate(all="ignore"):
         expected = np.asarray(op.compute(*(arrays[o] for o in op.inputs), **params), dtype)

@@ -1,5 +1,4 @@
 """Timing invariants, golden cycle counts and determinism of the hardware model."""
-import numpy as np
 import pytest
 
 import dspsim
@@ -13,11 +12,11 @@ def timed(chip_name, name, length, core_mask=None, **kw):
     """A timing-only call on placed zero inputs (numerics do not change timing)."""
     chip = dspsim.Chip(chip_name)
     cname = chip.resolve(name)
-    from dspsim.placement import place_operands
+    from dspsim.placement import c_arguments, place_operands
     addresses = place_operands(chip.config, cname, length)
     for operand in cname.operator.inputs:
         chip.zero(addresses[operand], length, cname.dtype.numpy)
-    args = [addresses.get(a, length) for a in cname.operator.args]
+    args = c_arguments(cname.operator, addresses, length)
     extra = {"core_mask": core_mask} if core_mask is not None else {}
     return chip.call(name, *args, numerics=False, **extra, **kw)
 

@@ -11,11 +11,10 @@ import pytest
 import dspsim
 from dspsim.trace_plot import plot_trace
 from dspsim.placement import place_operands
-from dspsim.sim.config import load_config
-from dspsim.sim.errors import ArgumentError, ConfigError
+from dspsim.sim.config import load_config, packaged_chips
+from dspsim.sim.errors import ArgumentError
 from dspsim.tracecompare import compare
-from dspsim.traceview import (chip_config, gaps, intersection, merge, read_trace,
-                              roofline_terms, summarize)
+from dspsim.traceview import gaps, intersection, merge, read_trace, summarize
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -53,12 +52,13 @@ def test_interval_helpers():
 def test_summary_figures_equal_the_result(tmp_path, chip, length, mask, fidelity, bound):
     result, path = traced_run(tmp_path, chip=chip, length=length, core_mask=mask,
                               fidelity=fidelity)
-    trace = read_trace(path)
-    summary = summarize(trace, chip_config(trace))
+    summary = summarize(read_trace(path))
     assert summary.cycles == result.cycles
     assert summary.bound == result.bound == bound
-    assert roofline_terms(trace, load_config(chip)) == pytest.approx(result.roofline_terms,
-                                                                     rel=1e-9)
+    assert summary.roofline_terms == pytest.approx(result.roofline_terms, rel=1e-9)
+    config = load_config(chip)
+    assert summary.ddr_peak_gbps == config.ddr.peak_bandwidth_gbps
+    assert summary.ddr_achievable_gbps == pytest.approx(config.ddr.bandwidth_gbps)
     by_core = {c.core: c for c in summary.cores}
     assert sorted(by_core) == list(result.cores)
     for core in result.per_core:
@@ -79,7 +79,7 @@ def test_summary_figures_equal_the_result(tmp_path, chip, length, mask, fidelity
 
 def test_pipelined_core_overlaps_dma_with_compute_and_shows_vector_gaps(tmp_path):
     result, path = traced_run(tmp_path, length=2**18, core_mask=0x1)
-    summary = summarize(read_trace(path), load_config("ft78ne"))
+    summary = summarize(read_trace(path))
     (core,) = summary.cores
     assert core.tiles == result.per_core[0].tiles > 2
     # double buffering: every tile but the first and last computes while the next loads
@@ -91,12 +91,12 @@ def test_pipelined_core_overlaps_dma_with_compute_and_shows_vector_gaps(tmp_path
 
 def test_private_storage_trace_is_bound_by_the_vector_unit(tmp_path):
     result, path = traced_run(tmp_path, name="fp_relu_grad_p", length=4096)
-    summary = summarize(read_trace(path), load_config("ft78ne"))
+    summary = summarize(read_trace(path))
     assert summary.bound == result.bound == "vector unit"
     assert summary.cycles == result.cycles and summary.ddr_bytes == 0
 
 
-def test_bad_files_and_unknown_chips_give_clear_errors(tmp_path):
+def test_bad_files_give_clear_errors(tmp_path):
     with pytest.raises(ArgumentError, match="cannot read trace"):
         read_trace(tmp_path / "missing.json")
     (tmp_path / "plain.json").write_text(json.dumps({"traceEvents": []}))
@@ -104,11 +104,25 @@ def test_bad_files_and_unknown_chips_give_clear_errors(tmp_path):
         read_trace(tmp_path / "plain.json")
     _, path = traced_run(tmp_path, length=4096)
     data = json.loads(open(path, encoding="utf-8").read())
-    data["metadata"]["chip"] = "FT99"
-    (tmp_path / "other.json").write_text(json.dumps(data))
-    with pytest.raises(ConfigError, match="--chip"):
-        chip_config(read_trace(tmp_path / "other.json"))
-    assert chip_config(read_trace(tmp_path / "other.json"), "ft78ne").name == "FT78NE"
+    del data["metadata"]["roofline_terms"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    with pytest.raises(ArgumentError, match="lacks roofline_terms.*write the trace again"):
+        read_trace(tmp_path / "old.json")
+
+
+def test_a_trace_of_a_chip_from_any_yaml_file_summarises_on_its_own(tmp_path):
+    text = open(packaged_chips()["ft78ne"], encoding="utf-8").read()
+    chip_file = tmp_path / "wide.yaml"
+    chip_file.write_text(text.replace("name: FT78NE", "name: FT78NE-fast-ddr")
+                         .replace("peak_bandwidth_gbps: 10.67", "peak_bandwidth_gbps: 25.6"))
+    chip = dspsim.Chip(str(chip_file))
+    dy, x = np.ones(2**16, np.float32), np.ones(2**16, np.float32)
+    _, result = dspsim.simulate("fp_relu_grad_s", dy, x, chip=chip)
+    result.write_trace(tmp_path / "wide.json")
+    summary = summarize(read_trace(tmp_path / "wide.json"))
+    assert summary.ddr_peak_gbps == 25.6
+    assert summary.bound == result.bound
+    assert summary.roofline_terms == pytest.approx(result.roofline_terms)
 
 
 # ----------------------------------------------------------------------------- plot, compare
@@ -122,8 +136,7 @@ def test_plot_is_a_real_png(tmp_path):
 def test_compare_reports_total_core_and_engine_changes(tmp_path):
     four, path_a = traced_run(tmp_path, core_mask=0xf)
     eight, path_b = traced_run(tmp_path, core_mask=0xff)
-    config = load_config("ft78ne")
-    diff = compare(summarize(read_trace(path_a), config), summarize(read_trace(path_b), config))
+    diff = compare(summarize(read_trace(path_a)), summarize(read_trace(path_b)))
     assert diff.total_cycles == (four.cycles, eight.cycles)
     assert diff.metadata == {"core_mask": (0xf, 0xff)}
     for engine, (a, b) in diff.engines.items():
