@@ -15,7 +15,7 @@ from rich.table import Table
 
 from dspsim import kernels
 from dspsim.chip import Chip, simulate
-from dspsim.cli_args import parse_int, parse_param
+from dspsim.cli_args import parse_int, parse_length, parse_param
 from dspsim.kernels.check import compare
 from dspsim.report import render
 from dspsim.sim.config import load_config, packaged_chips
@@ -40,7 +40,7 @@ def add_run(sub) -> None:
                        "against a float64 reference and print the report.")
     p.add_argument("op", help="C name, e.g. fp_relu_grad_s (see `dspsim ops`)")
     p.add_argument("--chip", default="ft78ne", help="chip name or YAML path (default ft78ne)")
-    p.add_argument("--length", type=parse_int, required=True, help="elements, e.g. 4096 or 2^22")
+    p.add_argument("--length", type=parse_length, required=True, help="elements, e.g. 4096 or 2^22")
     p.add_argument("--core-mask", type=parse_int, default=None,
                    help="bit i selects core i (shared-storage calls; default all cores)")
     p.add_argument("--core", type=int, default=None,

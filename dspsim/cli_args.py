@@ -15,6 +15,14 @@ def parse_int(text: str) -> int:
                                          f"2^22)") from None
 
 
+def parse_length(text: str) -> int:
+    """An element count: an integer as :func:`parse_int` reads it, never negative."""
+    value = parse_int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"length {value} must be >= 0 (0 does nothing)")
+    return value
+
+
 def int_list(text: str) -> list[int]:
     """A comma-separated list of integers: ``2^12,2^16,2^20`` or ``0x1,0x3,0xf``."""
     return [parse_int(part) for part in text.split(",") if part.strip()]

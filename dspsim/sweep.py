@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from dspsim.executors import Executor
-from dspsim.sweep_plan import BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, SweepSpec, plan
+from dspsim.sweep_plan import BASELINE_MASK, DEFAULT_FIDELITY, Plan, RunSpec, SweepSpec, plan
 from dspsim.sweep_run import Task, execute
 from dspsim.sweep_store import RowStore
 
@@ -40,16 +40,16 @@ def _is_done(run: RunSpec, rows: dict[str, dict]) -> bool:
     return row is not None and (not run.numerics or bool(row.get("numerics")))
 
 
-def run_sweep(spec: SweepSpec, store: RowStore, executor: Executor, *,
+def run_sweep(the_plan: Plan, store: RowStore, executor: Executor, *,
               on_start: Callable[[int], None] | None = None,
               on_row: Callable[[dict[str, Any]], None] | None = None) -> SweepOutcome:
-    """Run every planned row not already in ``store``; append each as it finishes.
+    """Run every row of ``the_plan`` (see :func:`plan`) not already in ``store``; append
+    each as it finishes.
 
     ``on_start(total)`` is called once with the number of runs to do; ``on_row(row)``
     after each is stored (notes from refused runs pass ``{}``). Exceptions other than
     the chip refusing a run stop the sweep; rows stored until then stay.
     """
-    the_plan = plan(spec)
     notes = list(the_plan.notes)
     if store.repaired_bytes:
         notes.append(f"cut a torn last line ({store.repaired_bytes} bytes) off rows.jsonl; "

@@ -15,6 +15,7 @@ from dspsim.plots import slug, write_sweep_plots
 from dspsim.sim.config import packaged_chips
 from dspsim.sim.machine import FIDELITIES
 from dspsim.sweep import SweepSpec, rows_for_plots, run_sweep
+from dspsim.sweep_plan import Plan, plan
 from dspsim.sweep_store import CSV, JSON, JSONL, RowStore
 
 DEFAULT_SWEEP_DIR = "sweeps"
@@ -91,24 +92,25 @@ def _resume_hint(store: RowStore, console: Console):
         raise
 
 
-def _run_with_progress(spec: SweepSpec, store: RowStore, executor, console: Console):
+def _run_with_progress(the_plan: Plan, store: RowStore, executor, console: Console):
     with Progress(TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("runs"), TimeElapsedColumn(), TextColumn("eta"),
                   TimeRemainingColumn(), TextColumn("{task.description}"),
                   console=console) as progress:
         bar = progress.add_task(executor.description, total=None)
-        return run_sweep(spec, store, executor,
+        return run_sweep(the_plan, store, executor,
                          on_start=lambda total: progress.update(bar, total=total),
                          on_row=lambda row: progress.advance(bar))
 
 
 def cmd_sweep(args, console: Console) -> int:
     spec = spec_from_args(args)
+    the_plan = plan(spec)  # a bad request fails here, before any folder is made
     out = args.out or default_out(spec)
     with RowStore(out) as store:
         with make_executor(args.workers, args.scheduler) as executor, \
                 _resume_hint(store, console):
-            outcome = _run_with_progress(spec, store, executor, console)
+            outcome = _run_with_progress(the_plan, store, executor, console)
         rows = [store.rows[k] for k in outcome.keys]
         plots = [] if args.no_plots else write_sweep_plots(rows_for_plots(store.rows.values()), out)
     render_rows(rows, console)

@@ -63,3 +63,9 @@ def test_run_at_detailed_fidelity(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "detailed fidelity" in proc.stdout
     assert json.loads((tmp_path / "d.json").read_text())["metadata"]["fidelity"] == "detailed"
+
+
+def test_negative_length_is_refused_before_any_input_is_made():
+    proc = dspsim_cli("run", "fp_relu_grad_s", "--length", "-5")
+    assert proc.returncode == 2
+    assert "length -5 must be >= 0" in proc.stderr and "Traceback" not in proc.stderr

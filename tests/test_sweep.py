@@ -33,7 +33,7 @@ def small_spec(**changes) -> SweepSpec:
 
 def sweep_into(folder, spec, executor=None):
     with RowStore(str(folder)) as store:
-        outcome = run_sweep(spec, store, executor or SerialExecutor())
+        outcome = run_sweep(plan(spec), store, executor or SerialExecutor())
         return outcome, dict(store.rows)
 
 
@@ -205,7 +205,7 @@ def test_an_exception_after_k_rows_loses_none_of_them(tmp_path, monkeypatch):
 KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     from dspsim.executors import SerialExecutor
-    from dspsim.sweep import SweepSpec, run_sweep
+    from dspsim.sweep import SweepSpec, plan, run_sweep
     from dspsim.sweep_store import RowStore
 
     done = []
@@ -218,7 +218,7 @@ KILL_SCRIPT = textwrap.dedent("""
     spec = SweepSpec(operators=["relu_grad"], chips=["ft78ne"], lengths=[2**12, 2**14],
                      core_masks=[0x1, 0x3, 0xf], numerics=False)
     with RowStore(sys.argv[1]) as store:
-        run_sweep(spec, store, SerialExecutor(), on_row=die_after_three)
+        run_sweep(plan(spec), store, SerialExecutor(), on_row=die_after_three)
 """)
 
 
@@ -322,3 +322,15 @@ def test_cli_sweep_reports_user_errors(tmp_path):
     assert result.returncode == 2 and "need at least 1 worker" in result.stderr
     result = run_cli("sweep", "--ops", "nope", "--lengths", "2^12", "--out", str(tmp_path / "y"))
     assert result.returncode == 2 and "unknown operator 'nope'" in result.stderr
+
+
+def test_a_bad_sweep_request_fails_before_making_its_folder(tmp_path):
+    for bad in (["--ops", "nosuchop"], ["--ops", "relu_grad", "--chips", "ft99"],
+                ["--ops", "relu_grad", "--lengths", "-5"]):
+        args = ["sweep", *bad, "--out", str(tmp_path / "s")]
+        if "--lengths" not in bad:
+            args += ["--lengths", "64"]
+        proc = run_cli(*args)
+        assert proc.returncode == 2 and "error:" in proc.stderr
+        assert "Traceback" not in proc.stderr and "sweep ━" not in proc.stdout
+        assert not (tmp_path / "s").exists()
