@@ -1,23 +1,33 @@
 """The fidelity grid: the fast model against the detailed model on the same calls.
 
 Operators × chips (and their dtypes) × core masks × lengths up to 2^16, shared-storage
-calls with operands in DDR and in shared SRAM, and private-storage calls. Each case is
+calls with operands in DDR and in shared SRAM, and private-storage calls; then random
+chips (burst sizes, per-core engines or shared controller pools, bandwidths, L2 sizes,
+setups, clocks) with calls up to 2^19 elements, among them the regime where tile
+transfers are short but the call is large enough for fluid flows. Each case is
 timed twice, with ``fidelity="fast"`` and ``fidelity="detailed"``; the relative
 difference of their cycle counts is what ``tests/test_fidelity.py`` bounds and what
 ``bench_sim.py`` reports.
 
-Run it alone to print every case: ``python benchmarks/fidelity_grid.py``.
+Run it alone to print every case: ``python benchmarks/fidelity_grid.py``; it exits with
+status 1 if a case misses the 3% target.
 """
 from __future__ import annotations
 
+import argparse
+import copy
 import itertools
+import random
+import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
+import yaml
 
 import dspsim
 from dspsim.placement import place_operands
+from dspsim.sim.config import config_from_dict, packaged_chips
 
 #: Operators with different bottlenecks: L2 load/store (relu_grad), the special-function
 #: unit (gelu_grad), three inputs (smoothl1lossgrad), one input (l_relu), the ALUs on
@@ -28,6 +38,10 @@ CHIPS = {"ft78ne": (("fp",), (0x1, 0x6, 0xff)), "mt7004": (("fp", "hp"), (0x1, 0
 SHARED_LENGTHS = (1000, 12345, 40000, 1 << 16)
 SRAM_LENGTH = 12345  # shared-storage cases repeated with every operand in shared SRAM
 PRIVATE_LENGTHS = (777, 4096)
+#: the fast model must be within this relative difference of the detailed one, every case
+TARGET = 0.03
+#: Random chips in the grid, and the seed that draws them (the grid is the same every run).
+RANDOM_CHIPS, RANDOM_SEED = 24, 2026
 
 
 @dataclass(frozen=True)
@@ -39,11 +53,69 @@ class Case:
     length: int
     core_mask: int | None  # None for private-storage calls
     region: str  # where the operands live: "ddr", "shared_sram" or "l2"
+    changes: tuple = ()  # (key path, value) pairs applied to the packaged chip's YAML
 
     @property
     def label(self) -> str:
         mask = "" if self.core_mask is None else f" mask {self.core_mask:#x}"
-        return f"{self.chip} {self.name} n={self.length}{mask} {self.region}"
+        chip = self.chip + ("*" + "".join(f" {k}={v}" for k, v in self.changes[:1])
+                            if self.changes else "")
+        return f"{chip} {self.name} n={self.length}{mask} {self.region}"
+
+    def make_chip(self) -> dspsim.Chip:
+        """The case's chip: the packaged one with ``changes`` applied."""
+        if not self.changes:
+            return dspsim.Chip(self.chip)
+        with open(packaged_chips()[self.chip], encoding="utf-8") as handle:
+            raw = yaml.safe_load(handle)
+        for path, value in self.changes:
+            node = raw
+            *parents, leaf = path.split(".")
+            for key in parents:
+                node = node[key]
+            if value is None:
+                node.pop(leaf, None)
+            else:
+                node[leaf] = copy.deepcopy(value)
+        return dspsim.Chip(config_from_dict(raw, f"<{self.chip} redrawn>"))
+
+
+def random_chip_changes(rng: random.Random) -> tuple:
+    """Key changes that redraw a packaged chip's DMA, L2, clock and bursts."""
+    changes = [("clock_mhz", rng.choice([500, 1000, 1500])),
+               ("dma.burst_bytes", rng.choice([64, 128, 256, 512])),
+               ("dma.setup_cycles", rng.choice([0, 50, 200, 496])),
+               ("memory.l2.size_kib", rng.choice([64, 128, 256, 512])),
+               ("memory.l2.reserve_kib", rng.choice([8, 16, 32])),
+               ("memory.ddr.peak_bandwidth_gbps", rng.choice([6.4, 10.67, 25.6, 51.2]))]
+    if rng.random() < 0.5:
+        changes += [("dma.controllers", None), ("dma.engines_per_core", rng.randint(1, 3)),
+                    ("dma.engine_bandwidth_gbps", rng.choice([2.0, 5.33, 12.8, 36.7]))]
+    else:
+        changes += [("dma.engines_per_core", None), ("dma.engine_bandwidth_gbps", None),
+                    ("dma.controllers", [{"name": f"tc{g}", "count": rng.randint(1, 4),
+                                          "bandwidth_gbps": rng.choice([4.0, 8.0, 16.0])}
+                                         for g in range(rng.randint(1, 2))])]
+    return tuple(changes)
+
+
+def random_cases() -> list[Case]:
+    """Calls on random chips, up to 2^19 elements (the short-tile large-call regime)."""
+    rng = random.Random(RANDOM_SEED)
+    cases = []
+    for index in range(RANDOM_CHIPS):
+        chip = rng.choice(sorted(CHIPS))
+        prefix = rng.choice(CHIPS[chip][0])
+        stem = rng.choice(OPERATORS)
+        cores = 8 if chip == "ft78ne" else 4
+        mask = rng.choice([0x1, (1 << cores) - 1, rng.randint(1, (1 << cores) - 1)])
+        length = rng.choice([30_000, 100_000, 250_000, 519_365])
+        changes = random_chip_changes(rng)
+        if index % 3 == 0:  # the short-tile large-call regime: a small L2, a large call
+            changes += (("memory.l2.size_kib", 64), ("memory.l2.reserve_kib", 32))
+            length = 519_365
+        cases.append(Case(chip, f"{prefix}_{stem}_s", length, mask, "ddr", changes))
+    return cases
 
 
 def grid() -> list[Case]:
@@ -58,7 +130,7 @@ def grid() -> list[Case]:
                 cases.append(Case(chip, shared, SRAM_LENGTH, mask, "shared_sram"))
             for length in PRIVATE_LENGTHS:
                 cases.append(Case(chip, f"{prefix}_{stem}_p", length, None, "l2"))
-    return cases
+    return cases + random_cases()
 
 
 def _addresses(chip: dspsim.Chip, cname, case: Case) -> dict[str, int]:
@@ -73,7 +145,7 @@ def _addresses(chip: dspsim.Chip, cname, case: Case) -> dict[str, int]:
 def run_case(case: Case, fidelity: str) -> dspsim.sim.machine.Timing:
     """Time ``case`` with ``fidelity`` on a fresh chip (timing only: numerics do not
     change cycles). Returns the call's RunResult."""
-    chip = dspsim.Chip(case.chip)
+    chip = case.make_chip()
     cname = chip.resolve(case.name)
     addresses = _addresses(chip, cname, case)
     for operand in cname.operator.inputs:
@@ -113,7 +185,13 @@ def summary(comparisons: list[Comparison]) -> dict:
             "largest_case": worst.case.label}
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Time every case at both fidelities and print them; exit status 1 if one misses."""
+    build_parser().parse_args(argv)
     started = time.perf_counter()
     comparisons = [compare(case) for case in grid()]
     for c in comparisons:
@@ -123,7 +201,12 @@ def main() -> None:
     print(f"{result['cases']} cases in {time.perf_counter() - started:.1f} s: largest "
           f"difference {100 * result['largest_difference']:.2f}% ({result['largest_case']}), "
           f"mean {100 * result['mean_difference']:.3f}%")
+    missed = [c for c in comparisons if abs(c.difference) > TARGET]
+    for c in missed:
+        print(f"MISSED: {c.case.label}: fast is {100 * c.difference:+.2f}% from detailed "
+              f"(target within {100 * TARGET:g}%)")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from dspsim.kernels.dtypes import DType
+from dspsim.kernels.dtypes import DTYPES, DType
 
+_FP32 = DTYPES["fp32"]
 #: The project's fixed fp32 acceptance: (relative, absolute near zero).
 FP32_RELATIVE = 1e-5
 FP32_ABSOLUTE = 1e-6
@@ -94,7 +95,8 @@ def ordinal(values: np.ndarray) -> np.ndarray:
 def ulp_distance(result: np.ndarray, reference: np.ndarray, dtype: DType) -> np.ndarray:
     """Representable values of ``dtype`` between the result and the rounded reference."""
     got = np.asarray(result).astype(dtype.numpy)
-    want = np.asarray(reference, dtype=np.float64).astype(dtype.numpy)
+    with np.errstate(over="ignore"):  # beyond the dtype's range: inf, next to its largest
+        want = np.asarray(reference, dtype=np.float64).astype(dtype.numpy)
     return np.abs(ordinal(got) - ordinal(want))
 
 
@@ -110,7 +112,8 @@ def compare(result: np.ndarray, reference: np.ndarray, dtype: DType,
         tolerance = tolerance_for(dtype, float(tolerance))
     got = np.asarray(result).reshape(-1).astype(dtype.numpy).astype(np.float64)
     exact = np.asarray(reference, dtype=np.float64).reshape(-1)
-    want = exact.astype(dtype.numpy).astype(np.float64)
+    with np.errstate(over="ignore"):  # a reference beyond the dtype's range rounds to inf
+        want = exact.astype(dtype.numpy).astype(np.float64)
     nan_got, nan_want = np.isnan(got), np.isnan(want)
     indeterminate = np.zeros(got.shape, dtype=bool)
     if tolerance.indeterminate is not None:
@@ -118,11 +121,12 @@ def compare(result: np.ndarray, reference: np.ndarray, dtype: DType,
     nan_mismatch = (nan_got != nan_want) & ~indeterminate
     inf_involved = ~(nan_got | nan_want) & (np.isinf(got) | np.isinf(want))
     # infinity is the ordinal neighbour of the largest finite value
-    inf_mismatch = (inf_involved & (ulp_distance(got, want, dtype) > tolerance.ulps)
+    distance = ulp_distance(got, want, dtype)
+    inf_mismatch = (inf_involved & (distance > tolerance.ulps)
                     & ~indeterminate)
     finite = ~(nan_got | nan_want | inf_involved)
 
-    ulps = np.where(finite, ulp_distance(got, want, dtype), 0)
+    ulps = np.where(finite, distance, 0)
     with np.errstate(invalid="ignore", over="ignore"):  # inf and NaN are judged above
         error = np.abs(got - exact)
         by_ulps = ulps <= tolerance.ulps
@@ -154,4 +158,27 @@ def compare(result: np.ndarray, reference: np.ndarray, dtype: DType,
         failures=failures,
         first_failure=int(np.argmax(failing)) if failures else None,
         rule=tolerance.describe(),
+    )
+
+
+def merge_checks(parts: list[tuple[int, Check]]) -> Check:
+    """One Check for a range checked block by block: ``parts`` are (first element, Check)
+    of consecutive blocks, in order."""
+    if not parts:
+        return compare(np.zeros(0, np.float32), np.zeros(0), _FP32, 2.0)
+    checks = [c for _, c in parts]
+    first_failure = next((offset + c.first_failure for offset, c in parts
+                          if c.first_failure is not None), None)
+    failures = sum(c.failures for c in checks)
+    return Check(
+        max_abs_error=max(c.max_abs_error for c in checks),
+        max_rel_error=max(c.max_rel_error for c in checks),
+        mismatched_nan=sum(c.mismatched_nan for c in checks),
+        tolerance=max(c.tolerance for c in checks),
+        ok=failures == 0,
+        max_ulps=max(c.max_ulps for c in checks),
+        mismatched_inf=sum(c.mismatched_inf for c in checks),
+        failures=failures,
+        first_failure=first_failure,
+        rule=max((c.rule for c in checks), key=len),  # the one naming every rule applied
     )

@@ -67,7 +67,7 @@ SMOOTHL1LOSSGRAD = Operator(
     # d = x1 - x2 and -dy (2 sub), times d (mul), / beta (div), compares d > beta, d < -beta,
     # two selects; three operands in, one out
     mix={"load": 3, "sub": 2, "mul": 1, "div": 1, "cmp": 2, "select": 2, "store": 1},
-    mix_note="three loads per output and a divide (8 cycles); on shared storage the DMA "
+    mix_note="three loads per output and a divide; on shared storage the DMA "
              "of three inputs dominates",
     compute=_smoothl1lossgrad, reference=_smoothl1lossgrad_ref,
     error_bound=_smoothl1lossgrad_bound, linear_in="dy",
@@ -120,7 +120,7 @@ SIGMOIDCROSSENTROPYWITHLOGITSGRAD = Operator(
     # of the numerator, divide
     mix={"load": 2, "abs": 1, "sub": 2, "exp": 1, "add": 1, "cmp": 1, "select": 1, "div": 1,
          "store": 1},
-    mix_note="a stable sigmoid: exp plus a divide on the special-function unit (20 cycles)",
+    mix_note="a stable sigmoid: an exp plus a divide",
     compute=_sigmoid_ce_grad, reference=_sigmoid_ce_grad_ref, sample=_sample_sigmoid_ce,
     error_bound=_sigmoid_ce_grad_bound,
     notes="sigmoid(x) - label cancels near the label: error bounded by the operands "

@@ -173,15 +173,15 @@ class _IssueModel:
     """The per-iteration instruction stream of one instruction mix on one chip."""
 
     def __init__(self, model: Model) -> None:
-        config, job = model.config, model.job
+        config, mix = model.config, model.cost.mix  # expansions resolved, as the fast model's
         vec = config.vector
         l2_access = (vec.lane_width_bits // 8) / config.l2.load_store_bytes_per_cycle
         order = {"load": 0, "store": 2}  # loads first, stores last, the rest in between
         stream = []
-        for name in sorted(job.mix, key=lambda n: order.get(n, 1)):
+        for name in sorted(mix, key=lambda n: order.get(n, 1)):
             spec = vec.instructions[name]
             l2 = l2_access if name in ("load", "store") else 0.0
-            stream += [(spec.unit, spec.occupancy_cycles, l2)] * job.mix[name]
+            stream += [(spec.unit, spec.occupancy_cycles, l2)] * mix[name]
         self.stream = stream
         self.units = {unit: self._useful_instances(unit, count)
                       for unit, count in vec.units.items()}
@@ -265,13 +265,13 @@ class BurstDMA:
         self.ports = {core: LinkArbiter(model, link) for core, link in model.l2_ports.items()}
 
     def transfer(self, group: CoreGroup, direction: str, operand: Operand, nbytes: int,
-                 then: Callable) -> None:
-        """Move ``nbytes`` of ``operand`` as bursts; call ``then()`` when all have arrived."""
+                 rate: float, then: Callable) -> None:
+        """Move ``nbytes`` of ``operand`` as bursts, issued at most at ``rate`` bytes/cycle
+        (the engine's); call ``then()`` when all have arrived."""
         shared, port = self.arbiters[operand.span.region], self.ports[group.core]
         path = (shared, port) if direction == LOAD else (port, shared)
         model = self.model
-        _BurstTransfer(model, path, nbytes, model.config.dma.burst_bytes, model.engine_rate,
-                       then).issue()
+        _BurstTransfer(model, path, nbytes, model.config.dma.burst_bytes, rate, then).issue()
 
     def finish(self) -> None:
         """Turn the DDR link's busy periods into the trace's bandwidth counter."""

@@ -32,3 +32,4 @@ class Job:
     mix: Mapping[str, int]  # instruction counts for one vector iteration
     storage: str  # "shared" (DMA tile pipeline over cores) or "private" (one core, from L2)
     cores: tuple[int, ...]  # the cores that take part, in increasing order
+    tile_bytes: int | None = None  # a tile size the call fixes (bytes per operand buffer)

@@ -35,12 +35,15 @@ from typing import Callable
 
 from dspsim.sim.config import ChipConfig
 from dspsim.sim.detailed import BurstDMA, IssuedVector
-from dspsim.sim.errors import ArgumentError, CapacityError, ConfigError
+from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.job import Job, Operand
 from dspsim.sim.model import (CALL_TRACK, COMPUTE, ENGINES, FIDELITIES, LOAD, STORE,
                               CoreGroup, CoreTiming, CountingEnvironment, Model, Slice,
                               SliceLog)
 from dspsim.sim.network import FlowNetwork
+from dspsim.sim.roofline import roofline_terms
+from dspsim.sim.tiling import (TilingChoice, balanced_tiles, choose_tiling, fixed_tile,
+                               partition, tile_elements)
 from dspsim.sim.vector import VectorCost, vector_cost
 
 __all__ = ["BURST_BUDGET", "CALL_TRACK", "COMPUTE", "ENGINES", "FIDELITIES", "FLUID_MIN_BURSTS",
@@ -74,7 +77,8 @@ class Timing:
     ddr_samples: list[tuple[float, float]] = field(default_factory=list)  # (cycle, bytes/cycle)
     scheduled_events: int = 0
     fidelity: str = "fast"
-    dma_model: str = "fluid"  # how transfers were timed: "fluid" flows, "bursts" or "none"
+    dma_model: str = "fluid"  # how transfers were timed: see dma_timing
+    tiling: TilingChoice | None = None  # shared-storage calls: the tile size and why
 
     @property
     def slices(self) -> list[Slice]:
@@ -94,63 +98,6 @@ class Timing:
         return max(self.roofline_terms, key=self.roofline_terms.get)
 
 
-# ----------------------------------------------------------------------------- work split
-def partition(length: int, cores: tuple[int, ...], lanes: int) -> list[tuple[int, int, int]]:
-    """Split [0, length) into contiguous balanced parts, whole vectors each.
-
-    Returns (core, start, stop) per core. Full vectors are spread so that no two cores
-    differ by more than one vector; the final partial vector goes to the last core that
-    has work.
-    """
-    vectors, tail = divmod(length, lanes)
-    base, extra = divmod(vectors, len(cores))
-    parts, start = [], 0
-    for index, core in enumerate(cores):
-        stop = start + (base + (index < extra)) * lanes
-        parts.append([core, start, stop])
-        start = stop
-    if tail:
-        last = max((i for i, p in enumerate(parts) if p[2] > p[1]), default=0)
-        for i in range(last + 1, len(parts)):
-            parts[i][1] = parts[i][2] = length
-        parts[last][2] = length
-    return [tuple(p) for p in parts]
-
-
-def balanced_tiles(start: int, stop: int, largest: int, lanes: int) -> list[tuple[int, int]]:
-    """Cut [start, stop) into as few tiles as ``largest`` allows, of nearly equal size.
-
-    Equal tiles rather than full tiles plus a runt: the last tile's compute and store are
-    not overlapped with anything, so a tile count fixed by L2 capacity is best spread
-    evenly (whole vectors each, the partial vector last).
-    """
-    count = math.ceil((stop - start) / largest)
-    if count <= 1:
-        return [(start, stop)] if stop > start else []
-    vectors = math.ceil((stop - start) / lanes)
-    base, extra = divmod(vectors, count)
-    tiles, first = [], start
-    for index in range(count):
-        last = min(stop, first + (base + (index < extra)) * lanes)
-        tiles.append((first, last))
-        first = last
-    return tiles
-
-
-def tile_elements(config: ChipConfig, job: Job, lanes: int) -> int:
-    """Largest whole-vector tile whose doubled input and output buffers fit L2 minus reserve."""
-    budget = config.l2.size_bytes - config.l2.reserve_bytes
-    buffers = 2 * (len(job.inputs) + len(job.outputs))
-    per_vector = buffers * lanes * job.itemsize
-    vectors = budget // per_vector
-    if vectors < 1:
-        raise CapacityError(
-            f"{config.name}: {buffers} double-buffered tiles of one {lanes}-lane vector need "
-            f"{per_vector} bytes but L2 leaves {budget} bytes after its reserve; enlarge "
-            f"memory.l2.size_kib or lower memory.l2.reserve_kib in {config.source}")
-    return vectors * lanes
-
-
 def check_fidelity(fidelity) -> str:
     """``fidelity`` if it names a model fidelity; an ArgumentError saying the choices if not."""
     if not isinstance(fidelity, str) or fidelity not in FIDELITIES:
@@ -159,15 +106,17 @@ def check_fidelity(fidelity) -> str:
     return fidelity
 
 
-def plan(config: ChipConfig, job: Job) -> tuple[VectorCost, int]:
-    """The checks a job must pass before it runs: its vector cost and tile size.
+def plan(config: ChipConfig, job: Job) -> VectorCost:
+    """The checks a job must pass before it runs; returns its vector cost.
 
     Raises ConfigError (an instruction the chip lacks) or CapacityError (tiles that do
-    not fit L2). It touches nothing, so a launcher can call it before writing results.
+    not fit L2, or a fixed tile that cannot be used). It touches nothing, so a launcher
+    can call it before writing results.
     """
     cost = vector_cost(config, job.dtype, job.mix)
-    tile_size = job.length if job.storage == "private" else tile_elements(config, job, cost.lanes)
-    return cost, tile_size
+    if job.storage == "shared":
+        fixed_tile(config, job, cost.lanes)
+    return cost
 
 
 def group_cores(cores: list[CoreTiming], tile_size: int, lanes: int,
@@ -189,18 +138,34 @@ def group_cores(cores: list[CoreTiming], tile_size: int, lanes: int,
 class FluidDMA:
     """Transfers as max-min fair fluid flows, one flow for a whole group of mirror cores."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, staggered: bool = False) -> None:
         self.model = model
+        self.staggered = staggered  # short transfers: their path fill matters
         self.network = FlowNetwork(model.env, model.sample_ddr, watched=model.links["ddr"])
 
     def transfer(self, group: CoreGroup, direction: str, operand: Operand, nbytes: int,
-                 then: Callable) -> None:
-        """Move ``nbytes`` of ``operand`` for every core of ``group``, then call ``then()``."""
+                 rate: float, then: Callable) -> None:
+        """Move ``nbytes`` of ``operand`` for every core of ``group``, each at most at
+        ``rate`` bytes/cycle (its engine's), then call ``then()``."""
         model = self.model
         # every core of the group crosses the shared region; each crosses its own L2 port,
         # which the representative's port stands for
         links = (model.links[operand.span.region], model.l2_ports[group.core])
-        self.network.start(nbytes, links, model.engine_rate, then, (group.weight, 1))
+        fill = self.path_fill(links, nbytes)
+        if fill:
+            self.network.start(nbytes, links, rate, lambda: model.after(fill, lambda _e: then()),
+                               (group.weight, 1))
+        else:
+            self.network.start(nbytes, links, rate, then, (group.weight, 1))
+
+    def path_fill(self, links, nbytes: int) -> float:
+        """Latency a burst train pays beyond its bottleneck: its last burst still crosses
+        every faster link of the path after the bottleneck (store and forward)."""
+        if not self.staggered:
+            return 0.0
+        burst = min(self.model.config.dma.burst_bytes, nbytes)
+        times = sorted(burst / link.capacity for link in links)
+        return sum(times[:-1])
 
     def finish(self) -> None:
         """Nothing to summarise: the flows reported DDR use as they went."""
@@ -235,48 +200,56 @@ class Datapath:
             self.dma.finish()
 
 
-class _EngineQueue:
-    """One DMA engine moving its operands of one tile, one transfer after the other."""
+class _TileTransfer:
+    """One operand's tile moved by one DMA engine: set up, wait for an engine, move.
 
-    __slots__ = ("pipeline", "direction", "engine", "operands", "tile", "nbytes", "next",
+    The setup (programming the transfer and submitting it) is latency before the
+    transfer asks for an engine, not engine time: an engine is held only while it moves
+    data, as a transfer controller works through requests submitted to it.
+    """
+
+    __slots__ = ("pipeline", "direction", "thread", "operand", "tile", "nbytes", "engine",
                  "started", "then")
 
-    def __init__(self, pipeline: "_Pipeline", direction: str, engine: str,
-                 operands: tuple[Operand, ...], tile: int, nbytes: int, then: Callable) -> None:
+    def __init__(self, pipeline: "_Pipeline", direction: str, thread: str, operand: Operand,
+                 tile: int, nbytes: int, then: Callable) -> None:
         self.pipeline = pipeline
         self.direction = direction
-        self.engine = engine
-        self.operands = operands
+        self.thread = thread
+        self.operand = operand
         self.tile = tile
         self.nbytes = nbytes
-        self.next = 0
+        self.engine = None
         self.started = 0.0
         self.then = then
 
-    def run(self, _event=None) -> None:
+    def start(self) -> None:
         model = self.pipeline.model
         self.started = model.env.now
         model.after(model.config.dma.setup_cycles, self._set_up)
 
     def _set_up(self, _event) -> None:
-        self.pipeline.datapath.transfer(self.pipeline.group, self.direction,
-                                        self.operands[self.next], self.nbytes, self._moved)
+        pipeline = self.pipeline
+        pipeline.model.pools[pipeline.group.core].request(self.operand.span.region, self.nbytes,
+                                                          self._granted)
+
+    def _granted(self, engine) -> None:
+        pipeline = self.pipeline
+        self.engine = engine
+        pipeline.datapath.transfer(pipeline.group, self.direction, self.operand, self.nbytes,
+                                   engine.rate, self._moved)
 
     def _moved(self, _event=None) -> None:
         pipeline = self.pipeline
         model, group = pipeline.model, pipeline.group
-        operand = self.operands[self.next]
         ledger = model.bytes_read if self.direction == LOAD else model.bytes_written
-        ledger[operand.span.region] += self.nbytes * group.weight
+        ledger[self.operand.span.region] += self.nbytes * group.weight
         now = model.env.now
-        group.busy[self.direction] += now - self.started
         if model.log is not None:
-            model.log.transfer(group, self.engine, operand, self.tile, self.started, now)
-        self.next += 1
-        if self.next < len(self.operands):
-            self.run()
-        else:
-            self.then()
+            model.log.transfer(group, self.thread, self.operand, self.tile, self.started, now,
+                               self.engine.name)
+        model.pools[group.core].release(self.engine)
+        self.then()
 
 
 class _Pipeline:
@@ -300,33 +273,34 @@ class _Pipeline:
         for member in group.members:
             member.tiles = len(self.tiles)
 
-    def start(self) -> None:
+    def start(self, _event=None) -> None:
         self._try_load()
 
     def _move(self, direction: str, index: int, then: Callable) -> None:
-        """Move tile ``index`` of every operand in ``direction``, then call ``then()``."""
-        config, job = self.model.config, self.model.job
-        if direction == LOAD:
-            operands, engines = job.inputs, config.dma.load_engines
-        else:
-            operands, engines = job.outputs, config.dma.store_engines
+        """Move tile ``index`` of every operand in ``direction``, then call ``then()``.
+
+        Each operand's tile is its own transfer and asks for its own engine, so the
+        operands move side by side as far as the core's (or the pool's) engines allow.
+        Operand k's tiles always show on thread ``direction.k``: one after the other,
+        never overlapping.
+        """
+        model, job = self.model, self.model.job
+        operands = job.inputs if direction == LOAD else job.outputs
         first, stop = self.tiles[index]
         nbytes = (stop - first) * job.itemsize
-        # operands are dealt to the engines round-robin; engines beyond them stay idle
-        groups = [operands[e::engines] for e in range(min(engines, len(operands)))]
-        if len(groups) == 1:
-            _EngineQueue(self, direction, direction, groups[0], index, nbytes, then).run()
-            return
-        waiting = [len(groups)]
+        waiting = [len(operands)]
+        started = model.env.now
 
-        def one_engine_done(_event=None):
+        def one_done():
             waiting[0] -= 1
             if not waiting[0]:
+                # busy: while any of the direction's transfers was in flight
+                self.group.busy[direction] += model.env.now - started
                 then()
 
-        for e, operands_of_engine in enumerate(groups):
-            _EngineQueue(self, direction, f"{direction}.{e}", operands_of_engine, index, nbytes,
-                         one_engine_done).run()
+        for k, operand in enumerate(operands):
+            thread = direction if len(operands) == 1 else f"{direction}.{k}"
+            _TileTransfer(self, direction, thread, operand, index, nbytes, one_done).start()
 
     # loader
     def _try_load(self) -> None:
@@ -363,8 +337,10 @@ class _Pipeline:
         self.next_compute += 1
         self.free_inputs += 1
         self.computed += 1
-        self._try_load()
+        # the store first: it frees the output buffer the vector unit needs next, while
+        # the load it would compete with is for a tile that is not needed before then
         self._try_store()
+        self._try_load()
         self._try_compute()
 
     # storer
@@ -388,8 +364,9 @@ class _Pipeline:
         self._try_store()
 
 
-def _run_shared(model: Model, datapath, groups: list[CoreGroup]) -> None:
-    """Launch, every core group's pipeline, barrier."""
+def _run_shared(model: Model, datapath, groups: list[CoreGroup], stagger: float = 0.0) -> None:
+    """Launch, every core group's pipeline (the k-th ``k * stagger`` cycles after the
+    launch), barrier."""
     env, cfg, log = model.env, model.config, model.log
     running = [len(groups)]
 
@@ -408,8 +385,12 @@ def _run_shared(model: Model, datapath, groups: list[CoreGroup]) -> None:
     def launched(_event):
         if log is not None:
             log.call("launch", 0.0, env.now, cfg.launch_cycles)
-        for group in groups:
-            _Pipeline(model, datapath, group, one_core_done).start()
+        for index, group in enumerate(groups):
+            pipeline = _Pipeline(model, datapath, group, one_core_done)
+            if stagger and index:
+                model.after(index * stagger, pipeline.start)
+            else:
+                pipeline.start()
 
     model.after(cfg.launch_cycles, launched)
 
@@ -429,88 +410,57 @@ def _run_private(model: Model, datapath, group: CoreGroup) -> None:
     datapath.compute(group, member.elements, done)
 
 
-def roofline_terms(config: ChipConfig, job: Job, cost: VectorCost,
-                   cores: list[CoreTiming]) -> dict[str, float]:
-    """Lower bounds, in cycles, that each resource alone puts on the call."""
-    most_elements = max((t.elements for t in cores), default=0)
-    vector = most_elements and math.ceil(most_elements / cost.lanes) * cost.iteration_cycles
-    if job.storage == "private":
-        return {"vector unit": vector}
-    dma = config.dma
-    engine = config.bytes_per_cycle(dma.engine_bandwidth_gbps)
-    operand_bytes = most_elements * job.itemsize
-    per_core_in = operand_bytes * len(job.inputs)
-    per_core_out = operand_bytes * len(job.outputs)
-    # operands are dealt to a direction's engines round-robin: the busiest engine moves
-    # ceil(operands / engines) of them
-    terms = {
-        "launch overhead": config.launch_cycles + config.barrier_cycles,
-        "DMA engine": operand_bytes / engine * max(
-            math.ceil(len(job.inputs) / dma.load_engines),
-            math.ceil(len(job.outputs) / dma.store_engines)),
-        "L2 port": (per_core_in + per_core_out) / config.l2.load_store_bytes_per_cycle,
-        "vector unit": vector,
-    }
-    for region in config.shared_regions:
-        moved = sum(job.length * job.itemsize for o in job.inputs + job.outputs
-                    if o.span.region == region.name)
-        label = "DDR" if region.name == "ddr" else "shared SRAM"
-        terms[label] = moved / config.bytes_per_cycle(region.bandwidth_gbps)
-    return terms
+def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size: int,
+               fidelity: str) -> str:
+    """How the call's transfers are timed: ``"fluid"``, ``"staggered"``, ``"bursts"``
+    or ``"none"`` (private storage).
 
-
-def fluid_is_accurate(config: ChipConfig, job: Job, cores: list[CoreTiming],
-                      tile_size: int) -> bool:
-    """Whether the fast model times the call's transfers as fluid flows.
-
-    They are when they are long enough for fluid sharing to be accurate, or when the call
-    is too large to move burst by burst. Tiles of one core differ by at most a vector, so
-    the longest core's first tile stands for the call.
+    The fast model uses fluid flows when tile transfers are long enough for fluid sharing
+    to be accurate. Shorter ones go burst by burst, unless the call is too large for that
+    (:data:`BURST_BUDGET`): then fluid flows all the same, ``"staggered"``: identical
+    cores in perfect lock-step would set up their transfers at the same instants and leave
+    DDR idle together, where arbitration staggers them (its round-robin serves their first
+    bursts one after another, and the cores drift out of phase from there), so each core
+    starts one burst's time on the shared link after the previous one and is simulated
+    on its own. Tiles of one core differ by at most a vector, so the longest core's first
+    tile stands for the call.
     """
+    if job.storage == "private":
+        return "none"
+    if fidelity != "fast":
+        return "bursts"
     burst = config.dma.burst_bytes
     longest = max((min(tile_size, c.elements) for c in cores), default=0)
+    if longest * job.itemsize >= FLUID_MIN_BURSTS * burst:
+        return "fluid"
     operands = len(job.inputs) + len(job.outputs)
     bursts = operands * -(-job.length * job.itemsize // burst)
-    return longest * job.itemsize >= FLUID_MIN_BURSTS * burst or bursts > BURST_BUDGET
+    return "staggered" if bursts > BURST_BUDGET else "bursts"
 
 
-def run_job(config: ChipConfig, job: Job, *, record_slices: bool = True,
-            fidelity: str = "fast", mirror_cores: bool = True) -> Timing:
-    """Simulate one call and return its timing.
-
-    ``fidelity`` is ``"fast"`` (fluid DMA flows, or bursts for short transfers; closed-form
-    vector loops) or ``"detailed"`` (DMA bursts with round-robin arbitration, every vector
-    iteration issued; slower, for small lengths). ``mirror_cores=False`` makes the fast
-    model simulate every core even when several do identical work (the results are the
-    same to the last bit; it exists to show that). Raises CapacityError if tiles cannot
-    fit, ConfigError if the chip lacks an instruction the job issues, ArgumentError for an
-    unknown fidelity.
-    """
-    check_fidelity(fidelity)
-    cost, tile_size = plan(config, job)
-    if job.storage == "private":
-        cores = [CoreTiming(job.cores[0], 0, job.length, 0, {e: 0.0 for e in ENGINES}, 0.0)]
-    else:
-        cores = [CoreTiming(core, start, stop, 0, {e: 0.0 for e in ENGINES}, 0.0)
-                 for core, start, stop in partition(job.length, job.cores, cost.lanes)]
+def _simulate(config: ChipConfig, job: Job, cost: VectorCost, cores: list[CoreTiming],
+              tile_size: int, *, record_slices: bool, fidelity: str,
+              mirror_cores: bool) -> Timing:
+    """Run the call once with ``tile_size``-element tiles (the whole range if private)."""
     model = Model(config, job, cost, record_slices, tuple(c.core for c in cores))
-    if job.storage == "private":
-        dma_model = "none"
-    elif fidelity == "fast" and fluid_is_accurate(config, job, cores, tile_size):
-        dma_model = "fluid"
-    else:
-        dma_model = "bursts"
-    dma = {"none": None, "fluid": FluidDMA, "bursts": BurstDMA}[dma_model]
+    dma_model = dma_timing(config, job, cores, tile_size, fidelity)
+    dma = {"none": None, "fluid": FluidDMA, "bursts": BurstDMA,
+           "staggered": lambda m: FluidDMA(m, staggered=True)}[dma_model]
     vector = ClosedFormVector if fidelity == "fast" else IssuedVector
     datapath = Datapath(dma and dma(model), vector(model))
-    # only fluid flows keep identical cores in step, so only they may share one simulation
-    groups = group_cores(cores, tile_size, cost.lanes,
-                         mirror=dma_model == "fluid" and mirror_cores)
+    # only fluid flows in lock-step keep identical cores in step, so only they may share
+    # one simulation; and only while each core has engines of its own (a shared pool
+    # serves them in turn)
+    mirror = dma_model == "fluid" and mirror_cores and not config.dma.shared
+    groups = group_cores(cores, tile_size, cost.lanes, mirror=mirror)
+    used = {o.span.region for o in job.inputs + job.outputs}
+    stagger = (config.dma.burst_bytes / min(model.links[r].capacity for r in used)
+               if dma_model == "staggered" else 0.0)
     if job.storage == "private":
         if job.length:
             _run_private(model, datapath, groups[0])
     elif job.length:
-        _run_shared(model, datapath, groups)
+        _run_shared(model, datapath, groups, stagger)
     model.env.run()
     if not math.isfinite(model.env.now):
         raise ConfigError(
@@ -523,6 +473,47 @@ def run_job(config: ChipConfig, job: Job, *, record_slices: bool = True,
     return Timing(
         cycles=float(model.env.now), cores=cores, tile_elements=tile_size, vector=cost,
         bytes_read=model.bytes_read, bytes_written=model.bytes_written,
-        roofline_terms=roofline_terms(config, job, cost, cores), slice_log=model.log,
-        ddr_samples=model.ddr_samples, scheduled_events=model.env.scheduled_events,
-        fidelity=fidelity, dma_model=dma_model)
+        roofline_terms=roofline_terms(config, job, cost, [c.elements for c in cores]),
+        slice_log=model.log, ddr_samples=model.ddr_samples,
+        scheduled_events=model.env.scheduled_events, fidelity=fidelity, dma_model=dma_model)
+
+
+def _fresh_cores(job: Job, lanes: int) -> list[CoreTiming]:
+    if job.storage == "private":
+        return [CoreTiming(job.cores[0], 0, job.length, 0, {e: 0.0 for e in ENGINES}, 0.0)]
+    return [CoreTiming(core, start, stop, 0, {e: 0.0 for e in ENGINES}, 0.0)
+            for core, start, stop in partition(job.length, job.cores, lanes)]
+
+
+def run_job(config: ChipConfig, job: Job, *, record_slices: bool = True,
+            fidelity: str = "fast", mirror_cores: bool = True) -> Timing:
+    """Simulate one call and return its timing.
+
+    ``fidelity`` is ``"fast"`` (fluid DMA flows, or bursts for short transfers; closed-form
+    vector loops) or ``"detailed"`` (DMA bursts with round-robin arbitration, every vector
+    iteration issued; slower, for small lengths). A shared-storage call first chooses its
+    tile size (:func:`~dspsim.sim.tiling.choose_tiling`, timing candidates with the fast
+    model, so that both fidelities run the same tiling). ``mirror_cores=False`` makes the
+    fast model simulate every core even when several do identical work (the results are
+    the same to the last bit; it exists to show that). Raises CapacityError if tiles
+    cannot fit, ConfigError if the chip lacks an instruction the job issues, ArgumentError
+    for an unknown fidelity.
+    """
+    check_fidelity(fidelity)
+    cost = plan(config, job)
+
+    def simulate(tile_size: int, fidelity: str = fidelity) -> Timing:
+        return _simulate(config, job, cost, _fresh_cores(job, cost.lanes), tile_size,
+                         record_slices=record_slices, fidelity=fidelity,
+                         mirror_cores=mirror_cores)
+
+    if job.storage == "private" or not job.length:
+        return simulate(job.length)
+    parts = partition(job.length, job.cores, cost.lanes)
+    # candidates are timed with the fast model, so that both fidelities run one tiling
+    tiling, timing = choose_tiling(config, job, cost, parts,
+                                   lambda tile: simulate(tile, "fast"))
+    if timing is None or fidelity != "fast":
+        timing = simulate(tiling.tile_elements)
+    timing.tiling = tiling
+    return timing

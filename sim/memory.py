@@ -210,7 +210,8 @@ class Memory:
         """Resolve ``count`` elements of ``dtype`` at ``address``, checking all three."""
         try:
             dtype = np.dtype(dtype)
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001 - numpy parses strings such as "," with ast and
+            # raises SyntaxError (or TypeError, ValueError, KeyError) for what is no dtype
             raise DTypeError(f"dtype {dtype!r} is not a data type; use fp32, fp16, bf16 or a "
                              f"numpy dtype such as numpy.float32") from None
         _check_storable(dtype)

@@ -11,6 +11,7 @@ from typing import Callable, NamedTuple
 import simpy
 
 from dspsim.sim.config import ChipConfig
+from dspsim.sim.dma import engine_pools
 from dspsim.sim.job import Job, Operand
 from dspsim.sim.network import Link
 from dspsim.sim.vector import VectorCost
@@ -96,7 +97,7 @@ class Activity(NamedTuple):
     tile: int | None  # None for private-storage vector work and call-level activities
     start: float
     end: float
-    name: str = ""  # call-level activities only
+    name: str = ""  # call-level activities: their name; transfers: the engine that moved it
     cycles: float = 0.0  # call-level activities only: their configured cycles
 
 
@@ -115,8 +116,8 @@ class SliceLog:
         self._expanded: list[Slice] | None = None
 
     def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
-                 start: float, end: float) -> None:
-        self.activities.append(Activity(group, engine, operand, tile, start, end))
+                 start: float, end: float, served_by: str) -> None:
+        self.activities.append(Activity(group, engine, operand, tile, start, end, served_by))
 
     def compute(self, group: CoreGroup, tile: int | None, start: float, end: float) -> None:
         self.activities.append(Activity(group, COMPUTE, None, tile, start, end))
@@ -149,7 +150,7 @@ class SliceLog:
                     "tile": tile, "operand": operand.name, "bytes": (hi - lo) * job.itemsize,
                     "address": hex(operand.span.address + lo * job.itemsize),
                     "region": operand.span.region, "setup_cycles": self.setup_cycles,
-                    "elements": [lo, hi]})
+                    "dma_engine": activity.name, "elements": [lo, hi]})
             elif tile is None:  # private-storage vector work: the whole range
                 yield Slice(member.core, COMPUTE, job.label, start, end, {
                     "elements": [lo, hi], "iterations": self.cost.iterations(hi - lo)})
@@ -174,7 +175,7 @@ class Model:
                       for r in config.shared_regions}
         self.l2_ports = {core: Link(f"l2 port {core}", config.l2.load_store_bytes_per_cycle)
                          for core in cores}
-        self.engine_rate = config.bytes_per_cycle(config.dma.engine_bandwidth_gbps)
+        self.pools = engine_pools(config, cores, lambda: self.env.now)
         self.bytes_read = {r.name: 0 for r in config.shared_regions}
         self.bytes_written = {r.name: 0 for r in config.shared_regions}
 

@@ -1,8 +1,14 @@
-"""Cost of vector work on one core: a VLIW issue bound over the chip's functional units."""
+"""Cost of vector work on one core: a VLIW issue bound over the chip's functional units.
+
+An instruction the chip has no unit for (a C66x has no special-function unit: its exp and
+divide are software sequences) is defined in the chip's config as the instructions it
+expands to; the mix is expanded here, once, and both fidelities cost the expanded mix.
+"""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Mapping
 
 from dspsim.sim.config import DTYPE_BITS, ChipConfig
@@ -14,6 +20,7 @@ class VectorCost:
     """The per-iteration cost of an instruction mix on one chip and dtype."""
 
     lanes: int
+    mix: Mapping[str, int]  # the unit-issued instructions of one iteration, expansions resolved
     issue_cycles: float  # max over units of (occupancy on that unit / units of that kind)
     l2_cycles: float  # the iteration's loads and stores at the L2 load/store bandwidth
     unit_cycles: Mapping[str, float]
@@ -42,22 +49,30 @@ class VectorCost:
 
 
 def vector_cost(config: ChipConfig, dtype: str, mix: Mapping[str, int]) -> VectorCost:
-    """Cost one vector iteration of ``mix`` on ``config`` for ``dtype``."""
+    """Cost one vector iteration of ``mix`` on ``config`` for ``dtype``.
+
+    Instructions the chip defines as expansions are replaced by what they expand to; the
+    iteration then costs the busiest unit's occupancy over its count, or the L2 load/store
+    bandwidth if that is slower.
+    """
     vec = config.vector
-    per_unit = {unit: 0.0 for unit in vec.units}
-    for instruction, count in mix.items():
-        spec = vec.instructions.get(instruction)
-        if spec is None:
+    for instruction in mix:
+        if instruction not in vec.instructions:
             raise ConfigError(
                 f"{config.source}: vector.instructions has no {instruction!r}, which this kernel "
-                f"issues; add it with its unit and occupancy_cycles "
-                f"(known: {', '.join(vec.instructions)})")
+                f"issues; add it with its unit and occupancy_cycles, or with expand (the "
+                f"instructions it stands for) (known: {', '.join(vec.instructions)})")
+    issued = vec.expand(mix)
+    per_unit = {unit: 0.0 for unit in vec.units}
+    for instruction, count in issued.items():
+        spec = vec.instructions[instruction]
         per_unit[spec.unit] += count * spec.occupancy_cycles
     unit_cycles = {unit: load / vec.units[unit] for unit, load in per_unit.items()}
     vector_bytes = vec.lane_width_bits // 8
-    l2_bytes = (mix.get("load", 0) + mix.get("store", 0)) * vector_bytes
+    l2_bytes = (issued.get("load", 0) + issued.get("store", 0)) * vector_bytes
     return VectorCost(
         lanes=vec.lane_width_bits // DTYPE_BITS[dtype],
+        mix=MappingProxyType(issued),
         issue_cycles=max(unit_cycles.values()),
         l2_cycles=l2_bytes / config.l2.load_store_bytes_per_cycle,
         unit_cycles=unit_cycles,

@@ -40,7 +40,11 @@ def test_the_grid_spans_operators_chips_masks_lengths_and_regions():
     assert len({c.name.split("_", 1)[1].rsplit("_", 1)[0] for c in CASES}) >= 5
     assert len({c.core_mask for c in CASES}) >= 5
     assert {c.region for c in CASES} == {"ddr", "shared_sram", "l2"}
-    assert max(c.length for c in CASES) == 1 << 16
+    random_chips = [c for c in CASES if c.changes]
+    assert len(random_chips) >= 20 and max(c.length for c in random_chips) > 1 << 18
+    pools = {any(key == "dma.controllers" and value for key, value in c.changes)
+             for c in random_chips}
+    assert pools == {True, False}  # shared controller pools and per-core engines
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.label.replace(" ", "-") for c in CASES])
@@ -51,14 +55,16 @@ def test_fast_is_within_3_percent_of_detailed(case):
         f"{comparison.detailed_cycles}")
 
 
-def test_the_grid_exercises_fluid_flows_against_bursts():
-    # the fast model's fluid DMA (not only its burst fallback for short transfers) must be
-    # among the compared cases, on several core counts
-    fluid = [GRID.compare(c) for c in CASES if c.length == 1 << 16 and c.chip == "ft78ne"
-             and c.region == "ddr"]
-    assert {c.fast_dma for c in fluid} == {"fluid"}
-    assert len({c.case.core_mask for c in fluid}) == 3
-    assert all(abs(c.difference) <= TOLERANCE for c in fluid)
+def test_the_grid_exercises_every_way_the_fast_model_times_dma():
+    # fluid flows, staggered fluid flows for short transfers in large calls, and bursts
+    # must all be among the cases compared above (each within the tolerance there)
+    models = {}
+    for case in GRID.random_cases():
+        if case.region != "l2":
+            model = GRID.run_case(case, "fast").timing.dma_model
+            models[model] = models.get(model, 0) + 1
+    assert set(models) == {"fluid", "staggered", "bursts"}
+    assert min(models.values()) >= 3, models
 
 
 def _call(chip_name, name, length, mask, fidelity, numerics=False):
@@ -169,8 +175,17 @@ def test_outstanding_bursts_bound_what_one_transfer_queues():
 
 
 def test_short_transfers_use_bursts_in_the_fast_model_and_long_ones_fluid_flows():
-    burst = dspsim.Chip("ft78ne").config.dma.burst_bytes
-    per_core = FLUID_MIN_BURSTS * burst // 4  # elements: one tile of exactly the minimum
-    short = _call("ft78ne", "fp_relu_grad_s", 8 * (per_core - 4), 0xff, "fast")[2]
-    long = _call("ft78ne", "fp_relu_grad_s", 8 * per_core, 0xff, "fast")[2]
-    assert short.timing.dma_model == "bursts" and long.timing.dma_model == "fluid"
+    chip = dspsim.Chip("ft78ne")
+    burst = chip.config.dma.burst_bytes
+    tile = FLUID_MIN_BURSTS * burst  # bytes: one tile of exactly the minimum
+
+    def model(length, tile_bytes):
+        for address in (0xA0000000, 0xA1000000):
+            chip.zero(address, length, "fp32")
+        return chip.fp_relu_grad_s(0xA0000000, 0xA1000000, 0xB0000000, length, 0xff,
+                                   numerics=False, tile_bytes=tile_bytes).timing.dma_model
+
+    assert model(1 << 17, tile - 16) == "bursts"
+    assert model(1 << 17, tile) == "fluid"
+    # too many bursts to move one by one: fluid flows, with the cores staggered
+    assert model(1 << 20, tile - 16) == "staggered"

@@ -1,0 +1,43 @@
+"""Lower bounds that each resource alone puts on a call (the roofline terms).
+
+The call's time can beat none of them: the fixed launch and barrier plus the busiest
+resource is a true lower bound whatever the tiling, the arbitration or the engine
+assignment. Every term counts the bytes or iterations that must cross the resource and
+divides by what the resource sustains.
+"""
+from __future__ import annotations
+
+import math
+
+from dspsim.sim.config import ChipConfig
+from dspsim.sim.job import Job
+from dspsim.sim.vector import VectorCost
+
+
+def roofline_terms(config: ChipConfig, job: Job, cost: VectorCost,
+                   part_elements: list[int]) -> dict[str, float]:
+    """Cycles each resource needs for the call; ``part_elements`` are the cores' parts."""
+    most_elements = max(part_elements, default=0)
+    vector = most_elements and math.ceil(most_elements / cost.lanes) * cost.iteration_cycles
+    if job.storage == "private":
+        return {"vector unit": vector}
+    dma = config.dma
+    rates = [config.bytes_per_cycle(e.bandwidth_gbps) for e in dma.engines]
+    operand_bytes = most_elements * job.itemsize
+    operands = len(job.inputs) + len(job.outputs)
+    # The DMA engines: one operand's tiles move one after the other (each on one engine at
+    # a time), and all the bytes the engines move share their combined rate: the busiest
+    # core's with its own engines, every core's with a shared pool.
+    moved = (job.length if dma.shared else most_elements) * job.itemsize * operands
+    terms = {
+        "launch overhead": config.launch_cycles + config.barrier_cycles,
+        "DMA engine": max(operand_bytes / max(rates), moved / sum(rates)),
+        "L2 port": operand_bytes * operands / config.l2.load_store_bytes_per_cycle,
+        "vector unit": vector,
+    }
+    for region in config.shared_regions:
+        region_bytes = sum(job.length * job.itemsize for o in job.inputs + job.outputs
+                           if o.span.region == region.name)
+        label = "DDR" if region.name == "ddr" else "shared SRAM"
+        terms[label] = region_bytes / config.bytes_per_cycle(region.bandwidth_gbps)
+    return terms

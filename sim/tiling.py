@@ -1,0 +1,276 @@
+"""How a shared-storage call cuts its work: cores' parts, and tiles within each part.
+
+``length`` is split over the cores into contiguous balanced parts (:func:`partition`);
+each core then streams its part through L2 in tiles (:func:`balanced_tiles`). How many
+tiles is the decision that shapes scaling curves. The largest tile that fits is not the
+fastest: a core with one tile loads, computes and stores with nothing overlapped, and with
+few tiles the pipeline's fill and drain (the first load, the last compute and store) are a
+large share of the call. More tiles shrink the fill and drain but pay a DMA setup and a
+loop overhead per tile. A tuned library picks the count in between, and so does
+:func:`choose_tiling`: a closed-form estimate of the double-buffered pipeline (fill,
+steady state, drain) proposes the best tile counts, the simulator times each proposal,
+and the fastest wins. Because the call's time is then a minimum over tilings, one more
+vector of work or one core fewer can never make it faster by switching tilings.
+
+A chip (``tiling: {policy: fixed, tile_bytes: N}``) or a call may fix the tile size
+instead, to model a library that uses one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from dspsim.sim.config import ChipConfig
+from dspsim.sim.errors import CapacityError
+from dspsim.sim.job import Job
+from dspsim.sim.vector import VectorCost
+
+#: A tuned library cuts one core's part into at most this many tiles: beyond it the fill
+#: and drain are well under 0.1% of the call, and every tile costs simulation events.
+MAX_TILES_PER_CORE = 1024
+#: Tile counts on either side of the search's best that are simulated too ...
+NEIGHBOURS = 1
+#: ... while it has at most this many tiles per core.
+NEIGHBOUR_TILES = 16
+
+
+@dataclass
+class TilingChoice:
+    """The tile size a call uses, and why."""
+
+    policy: str  # "optimal" or "fixed"
+    tile_elements: int  # elements per tile (per operand) on the busiest core
+    tiles_per_core: int  # tiles of the busiest core
+    tile_bytes: int  # bytes of one operand's tile buffer
+    largest_fitting_elements: int  # the largest whole-vector tile whose buffers fit L2
+    reason: str
+    # simulated cycles of each candidate tile count (busiest core), for "optimal"
+    candidates: dict[int, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Plain data for results and traces."""
+        return {"policy": self.policy, "tile_elements": self.tile_elements,
+                "tiles_per_core": self.tiles_per_core, "tile_bytes": self.tile_bytes,
+                "largest_fitting_elements": self.largest_fitting_elements,
+                "reason": self.reason,
+                "candidates": {str(k): v for k, v in sorted(self.candidates.items())}}
+
+
+# ----------------------------------------------------------------------------- work split
+def partition(length: int, cores: tuple[int, ...], lanes: int) -> list[tuple[int, int, int]]:
+    """Split [0, length) into contiguous balanced parts, whole vectors each.
+
+    Returns (core, start, stop) per core. Full vectors are spread so that no two cores
+    differ by more than one vector; the final partial vector goes to the last core that
+    has work.
+    """
+    vectors, tail = divmod(length, lanes)
+    base, extra = divmod(vectors, len(cores))
+    parts, start = [], 0
+    for index, core in enumerate(cores):
+        stop = start + (base + (index < extra)) * lanes
+        parts.append([core, start, stop])
+        start = stop
+    if tail:
+        last = max((i for i, p in enumerate(parts) if p[2] > p[1]), default=0)
+        for i in range(last + 1, len(parts)):
+            parts[i][1] = parts[i][2] = length
+        parts[last][2] = length
+    return [tuple(p) for p in parts]
+
+
+def balanced_tiles(start: int, stop: int, largest: int, lanes: int) -> list[tuple[int, int]]:
+    """Cut [start, stop) into as few tiles as ``largest`` allows, of nearly equal size.
+
+    Equal tiles rather than full tiles plus a runt: the last tile's compute and store are
+    not overlapped with anything, so a tile count is best spread evenly (whole vectors
+    each, the partial vector last).
+    """
+    count = math.ceil((stop - start) / largest)
+    if count <= 1:
+        return [(start, stop)] if stop > start else []
+    vectors = math.ceil((stop - start) / lanes)
+    base, extra = divmod(vectors, count)
+    tiles, first = [], start
+    for index in range(count):
+        last = min(stop, first + (base + (index < extra)) * lanes)
+        tiles.append((first, last))
+        first = last
+    return tiles
+
+
+def tile_elements(config: ChipConfig, job: Job, lanes: int) -> int:
+    """Largest whole-vector tile whose doubled input and output buffers fit L2 minus reserve."""
+    budget = config.l2.size_bytes - config.l2.reserve_bytes
+    buffers = 2 * (len(job.inputs) + len(job.outputs))
+    per_vector = buffers * lanes * job.itemsize
+    vectors = budget // per_vector
+    if vectors < 1:
+        raise CapacityError(
+            f"{config.name}: {buffers} double-buffered tiles of one {lanes}-lane vector need "
+            f"{per_vector} bytes but L2 leaves {budget} bytes after its reserve; enlarge "
+            f"memory.l2.size_kib or lower memory.l2.reserve_kib in {config.source}")
+    return vectors * lanes
+
+
+def tile_for_count(elements: int, tiles: int, lanes: int) -> int:
+    """The whole-vector tile size that cuts ``elements`` into ``tiles`` balanced tiles."""
+    return math.ceil(math.ceil(elements / lanes) / tiles) * lanes
+
+
+# ----------------------------------------------------------------------------- estimate
+def estimated_cycles(config: ChipConfig, job: Job, cost: VectorCost, busy_cores: int,
+                     elements: int, tiles: np.ndarray) -> np.ndarray:
+    """Closed-form cycles of the busiest core's pipeline for each count in ``tiles``.
+
+    Fill (the first tile's loads), steady state (one tile per period of the slowest stage:
+    the DMA of a tile's loads and stores at the core's share of the links and engines, or
+    its vector work) and drain (the last tile's compute and stores). The estimate only
+    ranks tile counts; the simulator times the best of them.
+    """
+    dma, lanes, size = config.dma, cost.lanes, job.itemsize
+    tile = np.ceil(np.ceil(elements / lanes) / tiles) * lanes
+    transfers = len(job.inputs) + len(job.outputs)
+    rates = sorted((config.bytes_per_cycle(e.bandwidth_gbps) for e in dma.engines), reverse=True)
+    # engines one core can keep busy at once, and their combined rate
+    usable = max(1.0, len(rates) / busy_cores) if dma.shared else float(len(rates))
+    usable = min(usable, transfers)
+    engine_rate = sum(rates[:int(usable)]) + (usable % 1) * rates[min(int(usable), len(rates) - 1)]
+    regions = {o.span.region for o in job.inputs + job.outputs}
+    link = min(config.bytes_per_cycle(r.bandwidth_gbps)
+               for r in config.shared_regions if r.name in regions)
+    core_rate = min(engine_rate, link / busy_cores, config.l2.load_store_bytes_per_cycle)
+    single = min(rates[0], link / busy_cores)  # one transfer alone
+    # an engine is held beyond its data for the last burst's trip over the faster links
+    hops = sorted(dma.burst_bytes / c for c in (link, config.l2.load_store_bytes_per_cycle))
+    nbytes = tile * size
+
+    def stage(operands: int) -> np.ndarray:  # one stage: its transfers side by side
+        together = min(core_rate, single * min(operands, usable))
+        return dma.setup_cycles + operands * nbytes / together + hops[0]
+
+    # a tile's loads and stores: each stage pays its setup as latency; the core's share of
+    # the links and engines bounds them together (other cores' data hides the setups)
+    shared = transfers * (nbytes + hops[0] * core_rate) / core_rate
+    dma_period = np.maximum(np.maximum(stage(len(job.inputs)), stage(len(job.outputs))), shared)
+    compute = (cost.fill_cycles + cost.overhead_cycles
+               + np.ceil(tile / lanes) * cost.iteration_cycles)
+    fill, drain = stage(len(job.inputs)), stage(len(job.outputs))
+    return fill + compute + drain + (tiles - 1) * np.maximum(dma_period, compute)
+
+
+def estimated_best_count(config: ChipConfig, job: Job, cost: VectorCost, busy_cores: int,
+                         elements: int, fewest: int, most: int) -> int:
+    """The tile count the closed-form estimate ranks best, between ``fewest`` and ``most``."""
+    counts = np.unique(np.concatenate([
+        np.arange(fewest, min(most, fewest + 64) + 1),
+        np.round(np.geomspace(fewest, most, 256)).astype(np.int64)]))
+    estimate = estimated_cycles(config, job, cost, busy_cores, elements, counts)
+    return int(counts[int(np.argmin(estimate))])
+
+
+def search_counts(timed: Callable[[int], float], fewest: int, most: int, start: int) -> None:
+    """Walk the tile counts from ``start`` towards shorter simulated times.
+
+    Doubling or halving the count while either improves the time (the estimate is close,
+    not exact, and a narrow DMA pool makes the curve lumpy), then the neighbours of the
+    best when it has few tiles, where one tile more or less still matters. ``timed``
+    simulates a count (and remembers it); the fewest is always among those simulated.
+    """
+    def clamp(count: float) -> int:
+        return min(most, max(fewest, int(round(count))))
+
+    timed(fewest)
+    current = clamp(start)
+    while True:
+        steps = {clamp(current / 2), clamp(current * 2)} - {current}
+        better = [c for c in steps if timed(c) < timed(current)]
+        if not better:
+            break
+        current = min(better, key=timed)
+    if current <= NEIGHBOUR_TILES:
+        for count in (current - NEIGHBOURS, current + NEIGHBOURS):
+            if fewest <= count <= most:
+                timed(count)
+
+
+# ----------------------------------------------------------------------------- choice
+def fixed_tile(config: ChipConfig, job: Job, lanes: int) -> tuple[int, str] | None:
+    """The tile size in elements that the call or the chip fixes, and who fixed it.
+
+    None under the optimal policy. Raises CapacityError when no tile fits L2, or when the
+    fixed tile holds less than a vector or its buffers do not fit.
+    """
+    largest = tile_elements(config, job, lanes)
+    if job.tile_bytes is not None:
+        nbytes, source = job.tile_bytes, "the call"
+    elif config.tiling.policy == "fixed":
+        nbytes, source = config.tiling.tile_bytes, f"the chip's tiling section ({config.source})"
+    else:
+        return None
+    tile = nbytes // job.itemsize // lanes * lanes
+    if tile < lanes or tile > largest:
+        raise CapacityError(
+            f"{config.name}: a fixed tile of {nbytes} bytes (from {source}) must hold at "
+            f"least one {lanes}-lane vector ({lanes * job.itemsize} bytes) and its "
+            f"{2 * (len(job.inputs) + len(job.outputs))} buffers must fit L2: at most "
+            f"{largest * job.itemsize} bytes per operand here")
+    return tile, source
+
+
+def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
+                  parts: list[tuple[int, int, int]],
+                  simulate: Callable[[int], Any]) -> tuple[TilingChoice, Any]:
+    """Pick the tile size of a shared-storage call.
+
+    ``simulate(tile_elements)`` runs the call with that tile size and returns its timing
+    (anything with a ``cycles`` attribute); it is called once for each proposed tile count.
+    Returns the choice and the chosen tiling's timing (None for a fixed tile, which is
+    not simulated here).
+    """
+    lanes = cost.lanes
+    largest = tile_elements(config, job, lanes)
+    elements = max(stop - start for _, start, stop in parts)
+    busy = sum(1 for _, start, stop in parts if stop > start)
+    fewest = max(1, math.ceil(elements / largest))
+    fixed = fixed_tile(config, job, lanes)
+    if fixed is not None:
+        tile, source = fixed
+        return TilingChoice("fixed", min(tile, elements), max(1, math.ceil(elements / tile)),
+                            tile * job.itemsize, largest,
+                            f"fixed at {tile * job.itemsize} bytes per operand by {source}"), None
+    most = max(fewest, min(MAX_TILES_PER_CORE, math.ceil(elements / lanes)))
+    by_tile: dict[int, Any] = {}  # counts that cut the same tile are the same tiling
+    timings: dict[int, Any] = {}
+
+    def timed(count: int) -> float:
+        tile = tile_for_count(elements, count, lanes)
+        if tile not in by_tile:
+            by_tile[tile] = simulate(tile)
+            timings[count] = by_tile[tile]
+        return by_tile[tile].cycles
+
+    start = estimated_best_count(config, job, cost, busy, elements, fewest, most)
+    search_counts(timed, fewest, most, start)
+    chosen = min(timings, key=lambda c: (timings[c].cycles, c))
+    tile = tile_for_count(elements, chosen, lanes)
+    # name each candidate by the tiles it really cuts (rounding to whole vectors may merge)
+    candidates = {math.ceil(elements / tile_for_count(elements, c, lanes)): t.cycles
+                  for c, t in timings.items()}
+    best = math.ceil(elements / tile)
+    fewest = math.ceil(elements / tile_for_count(elements, fewest, lanes))
+    if len(candidates) == 1:
+        reason = ("the only tiling: each core's part fits L2 at once" if best == 1
+                  else "the only tiling worth simulating")
+    elif best == fewest or candidates[fewest] <= candidates[best] * (1 + 5e-4):
+        reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
+                  "fits L2 is as fast")
+    else:
+        slower = candidates[fewest] / candidates[best] - 1
+        reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
+                  f"fits L2 ({fewest} per core) takes {slower:.1%} longer")
+    choice = TilingChoice("optimal", tile, best, tile * job.itemsize, largest, reason, candidates)
+    return choice, timings[chosen]
