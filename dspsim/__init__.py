@@ -25,7 +25,8 @@ from dspsim.sim.errors import (  # noqa: E402
     DspSimError,
     DTypeError,
 )
-from dspsim.chip import Chip, load_chip, simulate  # noqa: E402
+from dspsim.chip import Chip, load_chip  # noqa: E402
+from dspsim.arrays import simulate  # noqa: E402
 
 __all__ = [
     "Chip",

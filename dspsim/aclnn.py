@@ -33,7 +33,7 @@ from dspsim import kernels
 from dspsim.chip import Chip
 from dspsim.placement import c_arguments, place_operands
 from dspsim.result import RunResult
-from dspsim.sim.errors import DspSimError
+from dspsim.sim.errors import ArgumentError, DspSimError
 
 ACLNN_SUCCESS = 0
 ACLNN_ERR_PARAM_NULLPTR = 161001
@@ -65,6 +65,13 @@ class Stream:
 
     def __init__(self, chip: Chip | str = "mt7004", core_mask: int | None = None) -> None:
         self.chip = chip if isinstance(chip, Chip) else Chip(chip)
+        cores = self.chip.config.cores
+        if core_mask is not None and (isinstance(core_mask, bool)
+                                      or not isinstance(core_mask, (int, np.integer))
+                                      or not int(core_mask) & ((1 << cores) - 1)):
+            raise ArgumentError(f"Stream: core_mask={core_mask!r} selects no core of "
+                                f"{self.chip.name}, which has {cores} cores (all cores: "
+                                f"{(1 << cores) - 1:#x}, or None)")
         self.core_mask = core_mask
         self.results: list[RunResult] = []
 
@@ -144,14 +151,18 @@ def _scalar(name: str, value: Any) -> float:
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise _Invalid(ACLNN_ERR_PARAM_INVALID,
                        f"{name}={value!r} must be a number (float, int or bool)")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise _Invalid(ACLNN_ERR_PARAM_INVALID, f"{name} is an integer of "
+                       f"{len(str(abs(int(value))))} digits, too large for a float") from None
 
 
-def _param(stem: str, name: str, value: float) -> dict[str, float]:
-    """Validate a parameter as the kernel will (finite, within its range)."""
+def _param(stem: str, name: str, value: float, dtype: str) -> dict[str, float]:
+    """Validate a parameter as the kernel will (finite, within its range and the dtype's)."""
     param = next(p for p in kernels.OPERATORS[stem].params if p.name == name)
     try:
-        return {name: param.validate(stem, value)}
+        return {name: param.validate(stem, value, kernels.DTYPES[dtype])}
     except DspSimError as exc:
         raise _Invalid(ACLNN_ERR_PARAM_INVALID, str(exc)) from None
 
@@ -172,6 +183,12 @@ def _run(workspace, workspace_size: int, executor: Executor | None, stream: Stre
                      f"{api}GetWorkspaceSize first")
     if stream is None:
         return _fail(ACLNN_ERR_PARAM_NULLPTR, f"{api}: stream is null; create a Stream(chip)")
+    if not isinstance(executor, Executor):
+        return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: executor is a {type(executor).__name__}; "
+                     f"pass the executor that {api}GetWorkspaceSize returned")
+    if not isinstance(stream, Stream):
+        return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: stream is a {type(stream).__name__}; "
+                     f"create a Stream(chip)")
     size_ok = isinstance(workspace_size, (int, np.integer))
     if not size_ok or workspace_size < executor.workspace_size:
         return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: workspaceSize={workspace_size!r}; pass "
@@ -183,6 +200,12 @@ def _run(workspace, workspace_size: int, executor: Executor | None, stream: Stre
     if executor.dtype not in chip.config.dtypes:
         return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: {chip.name} does not support "
                      f"{executor.dtype} tensors; its dtypes are {', '.join(chip.config.dtypes)}")
+    try:  # the tensors may have changed since the executor was built
+        named = {f"input {i}": t for i, t in enumerate(executor.inputs)}
+        _same_layout({"output": executor.output, **named})
+        _writable("output", executor.output)
+    except _Invalid as exc:
+        return _fail(exc.status, f"{api}: {exc}")
     try:
         result = _run_kernel(chip, executor, stream.core_mask)
     except DspSimError as exc:
@@ -196,7 +219,9 @@ def _run_kernel(chip: Chip, executor: Executor, core_mask: int | None) -> RunRes
     """Place the tensors in the chip's memory, run the ``_s`` kernel, copy the result out.
 
     The placement is the one :func:`dspsim.simulate` uses; an in-place call passes the
-    input's address as ``dst``, as ``fp_l_relu_s(src, src, ...)`` would.
+    input's address as ``dst``, as ``fp_l_relu_s(src, src, ...)`` would. The call is
+    checked and timed before the tensors are written, so a call that fails touches
+    neither the chip's memory nor the output tensor.
     """
     cname = chip.resolve(executor.c_name)
     op = cname.operator
@@ -204,10 +229,11 @@ def _run_kernel(chip: Chip, executor: Executor, core_mask: int | None) -> RunRes
     addresses = place_operands(chip.config, cname, length)
     if executor.in_place:
         addresses[op.output] = addresses[op.inputs[0]]
-    for operand, tensor in zip(op.inputs, executor.inputs):
-        chip.write(addresses[operand], np.ascontiguousarray(tensor).reshape(-1))
     args = c_arguments(op, addresses, length, executor.params)
-    result = chip.call(cname.name, *args, core_mask=core_mask)
+    prepared = chip.prepare(cname.name, *args, core_mask=core_mask)
+    for operand, tensor in zip(prepared.inputs, executor.inputs):
+        chip.write(operand.span.address, np.ascontiguousarray(tensor).reshape(-1))
+    result = prepared.finish()
     out = chip.read(addresses[op.output], length, cname.dtype.numpy)
     executor.output[...] = out.reshape(executor.output.shape)
     return result
@@ -228,7 +254,7 @@ def aclnnSwishBackwardGetWorkspaceSize(gradOutput, self, betaOptional, gradInput
         _writable("gradInput", gradInput)
         beta = 1.0 if betaOptional is None else _scalar("betaOptional", betaOptional)
         return Executor("swish_grad", dtype, (gradOutput, self), gradInput,
-                        _param("swish_grad", "beta", beta))
+                        _param("swish_grad", "beta", beta, dtype))
     return _build(check)
 
 
@@ -248,7 +274,7 @@ def aclnnLeakyReluGetWorkspaceSize(self, negativeSlope, out) -> tuple[int, int, 
         tensors = {"self": _tensor("self", self), "out": _tensor("out", out)}
         dtype = _same_layout(tensors)
         _writable("out", out)
-        slope = _negative_slope(negativeSlope)
+        slope = _negative_slope(negativeSlope, dtype)
         return Executor("l_relu", dtype, (self,), out, slope)
     return _build(check)
 
@@ -268,7 +294,7 @@ def aclnnInplaceLeakyReluGetWorkspaceSize(selfRef, negativeSlope
     def check() -> Executor:
         dtype = _same_layout({"selfRef": _tensor("selfRef", selfRef)})
         _writable("selfRef", selfRef)
-        slope = _negative_slope(negativeSlope)
+        slope = _negative_slope(negativeSlope, dtype)
         return Executor("l_relu", dtype, (selfRef,), selfRef, slope, in_place=True)
     return _build(check)
 
@@ -279,12 +305,12 @@ def aclnnInplaceLeakyRelu(workspace, workspaceSize: int, executor: Executor | No
     return _run(workspace, workspaceSize, executor, stream, "aclnnInplaceLeakyRelu")
 
 
-def _negative_slope(value) -> dict[str, float]:
+def _negative_slope(value, dtype: str) -> dict[str, float]:
     # negativeSlope is a required aclScalar (unlike SwishBackward's betaOptional)
     if value is None:
         raise _Invalid(ACLNN_ERR_PARAM_NULLPTR, "negativeSlope is null; pass a number "
                        "(the DSP-style fp_l_relu_s defaults it to 0.01)")
-    return _param("l_relu", "negative_slope", _scalar("negativeSlope", value))
+    return _param("l_relu", "negative_slope", _scalar("negativeSlope", value), dtype)
 
 
 __all__ = [

@@ -8,22 +8,21 @@ Nothing is written to simulated memory until every check has passed.
 """
 from __future__ import annotations
 
-import functools
+import dataclasses
 import os
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from dspsim import kernels
+from dspsim.binding import BoundCall, bind_call
 from dspsim.result import RunResult, make_result
-from dspsim.sim.config import ChipConfig, load_config
-from dspsim.sim.errors import AddressError, ArgumentError, DTypeError
+from dspsim.sim.config import ChipConfig, load_config_and_text
+from dspsim.sim.errors import ArgumentError, DTypeError
 from dspsim.sim.job import Job, Operand
 from dspsim.sim.machine import check_fidelity, run_job
-from dspsim.sim.memory import Memory, Span
+from dspsim.methods import operator_method
+from dspsim.sim.memory import Memory
 
-_INT_TYPES = (int, np.integer)
 #: Elements per block of the numerics: 1 MiB of fp32, so that a kernel's temporaries stay
 #: in the host's caches (measured fastest between 2^16 and 2^20).
 _BLOCK_ELEMENTS = 1 << 18
@@ -36,22 +35,13 @@ def _numpy_dtype(dtype):
     return dtype
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, _INT_TYPES) and not isinstance(value, bool)
+class UnknownOperatorError(ArgumentError, AttributeError):
+    """A name that is no operator of the library: also an AttributeError, so that
+    ``hasattr(chip, name)`` is False and ``getattr(chip, name, default)`` gives the default."""
 
 
-@dataclass(frozen=True)
-class BoundCall:
-    """A call whose arguments have been checked: ready to compute and simulate."""
-
-    cname: kernels.CName
-    length: int
-    inputs: tuple[Operand, ...]
-    output: Operand
-    params: dict[str, float]
-    cores: tuple[int, ...]
-    core_mask: int | None
-    warnings: tuple[str, ...]
+class UnsupportedOperatorError(DTypeError, AttributeError):
+    """An operator in a dtype the chip lacks: not an attribute of that chip either."""
 
 
 class Chip:
@@ -62,7 +52,13 @@ class Chip:
     """
 
     def __init__(self, config: ChipConfig | str | os.PathLike = "ft78ne") -> None:
-        self.config = config if isinstance(config, ChipConfig) else load_config(config)
+        #: the chip file's exact text (None for a ChipConfig built in Python): what a saved
+        #: run keeps, so that it can be reproduced
+        self.description_yaml: str | None = None
+        if isinstance(config, ChipConfig):
+            self.config = config
+        else:
+            self.config, self.description_yaml = load_config_and_text(config)
         self.memory = Memory(self.config)
 
     def __repr__(self) -> str:
@@ -75,7 +71,12 @@ class Chip:
     # --------------------------------------------------------------- memory
     def write(self, address: int, array, *, core: int | None = None) -> None:
         """Store ``array`` (in its own dtype) at ``address``; ``core`` picks a local L2."""
-        self.memory.write(address, np.asarray(array), core=core)
+        try:
+            data = np.asarray(array)
+        except (ValueError, TypeError) as exc:  # ragged nested lists, among others
+            raise ArgumentError(f"cannot store {type(array).__name__} at {address!r}: "
+                                f"{str(exc).splitlines()[0]}; pass a numpy array") from None
+        self.memory.write(address, data, core=core)
 
     def zero(self, address: int, count: int, dtype, *, core: int | None = None) -> None:
         """Store ``count`` zeros of ``dtype`` at ``address``; free of host memory where the
@@ -95,10 +96,9 @@ class Chip:
         return sorted(set(super().__dir__()) | set(self.operator_names()))
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        cname = self.resolve(name)
-        return functools.partial(self.call, cname.name)
+        if name.startswith("_"):  # Python's and tools' probes (_repr_html_, __array__, ...)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return operator_method(self, self.resolve(name))
 
     def resolve(self, name: str) -> kernels.CName:
         """The operator a C name refers to; a clear error if the chip cannot run it."""
@@ -109,142 +109,56 @@ class Chip:
         if cname is None:
             everything = kernels.names_for(kernels.DTYPES)
             hint = kernels.closest(name, self.operator_names()) or kernels.closest(name, everything)
-            raise ArgumentError(
-                f"unknown operator {name!r}" + (f"; did you mean {', '.join(hint)}?" if hint else
-                                                 "; `dspsim ops` lists them"))
+            suggestion = f"; did you mean {', '.join(hint)}?" if hint else \
+                "; `dspsim ops` lists them"
+            raise UnknownOperatorError(f"unknown operator {name!r}{suggestion}")
         if cname.dtype.name not in self.config.dtypes:
-            raise DTypeError(
+            offered = [kernels.c_name(cname.operator, d, cname.storage)
+                       for d in self.config.dtypes if d in kernels.DTYPES]
+            raise UnsupportedOperatorError(
                 f"{name}: {self.config.name} does not support {cname.dtype.name}; its dtypes are "
-                f"{', '.join(self.config.dtypes)} (use "
-                f"{', '.join(kernels.c_name(cname.operator, d, cname.storage) for d in self.config.dtypes if d in kernels.DTYPES)})")
+                f"{', '.join(self.config.dtypes)} (use {', '.join(offered)})")
         return cname
 
     # --------------------------------------------------------------- calls
     def call(self, name: str, *args, core: int | None = None, numerics: bool = True,
-             fidelity: str = "fast", **kwargs) -> RunResult:
+             fidelity: str = "fast", tile_bytes: int | None = None, **kwargs) -> RunResult:
         """Run the operator ``name`` with C-ordered ``args`` (or keyword arguments).
 
         ``core`` chooses the executing core of a private-storage call whose operands use a
         core-local L2 address. ``numerics=False`` skips computing and storing the result
         (timing only). ``fidelity="detailed"`` times the call with DMA bursts and every
         vector iteration instead of the default ``"fast"`` model (slower; for small
-        lengths).
+        lengths). ``tile_bytes`` fixes the tile size of a shared-storage call (bytes per
+        operand buffer) instead of the one that minimises its time.
         """
-        check_fidelity(fidelity)
+        numerics = _check_numerics(numerics)
+        _check_options(name, fidelity, tile_bytes)
         bound = self.bind(name, args, kwargs, core=core)
-        # The timing model runs first: whatever it rejects (tiles that do not fit L2, an
-        # instruction the chip lacks) is rejected before the destination is touched.
-        timing = run_job(self.config, self._job(bound), fidelity=fidelity)
-        if numerics:
-            self._compute_into_destination(bound)
-        return self._result(bound, timing, fidelity)
+        return PreparedCall(self, bound, fidelity, tile_bytes).finish(numerics=numerics)
 
-    def bind(self, name: str, args: tuple, kwargs: dict, *, core: int | None = None) -> BoundCall:
-        """Check a call's arguments against the operator and the chip, touching nothing."""
-        cname = self.resolve(name)
-        op = cname.operator
-        names = cname.args
-        if len(args) > len(names):
-            raise ArgumentError(f"{name} takes {len(names)} arguments ({', '.join(names)}), "
-                                f"got {len(args)}: {cname.signature()}")
-        values = dict(zip(names, args))
-        for key, value in kwargs.items():
-            if key not in names:
-                raise ArgumentError(f"{name} has no argument {key!r}; its arguments are "
-                                    f"{', '.join(names)}")
-            if key in values:
-                raise ArgumentError(f"{name}: {key} given twice")
-            values[key] = value
-        optional = {p.name for p in op.params if p.default is not None} | {"core_mask"}
-        missing = [n for n in names if n not in values and n not in optional]
-        if missing:
-            raise ArgumentError(f"{name}: missing argument {', '.join(missing)}; "
-                                f"{cname.signature()}")
+    def prepare(self, name: str, *args, core: int | None = None, fidelity: str = "fast",
+                tile_bytes: int | None = None, **kwargs) -> "PreparedCall":
+        """Check a call and time it without touching memory; its inputs may be written after.
 
-        length = values["length"]
-        if not _is_int(length):
-            raise ArgumentError(f"{name}: length={length!r} must be an integer")
-        length = int(length)
-        if length < 0:
-            raise ArgumentError(f"{name}: length={length} must be >= 0 (0 does nothing)")
-        params = {p.name: p.validate(name, values.get(p.name)) for p in op.params}
+        Every argument is checked against the operator and the chip, and the timing model
+        runs (it rejects what cannot run, such as tiles that do not fit L2). Nothing is
+        read or written: write the inputs at ``prepared.inputs``' addresses, then
+        ``prepared.finish()`` computes the result and returns the RunResult.
+        """
+        _check_options(name, fidelity, tile_bytes)
+        bound = self.bind(name, args, kwargs, core=core, require_written=False)
+        return PreparedCall(self, bound, fidelity, tile_bytes)
 
-        itemsize = cname.dtype.itemsize
-        spans = {}
-        for operand in op.inputs + (op.output,):
-            address = values[operand]
-            if not _is_int(address):
-                raise ArgumentError(f"{name}: {operand}={address!r} must be an address (int)")
-            spans[operand] = self.memory.resolve(int(address), length * itemsize, core=core,
-                                                 alignment=itemsize)
-        warnings: list[str] = []
-        if cname.storage == "shared":
-            self._check_shared(name, spans)
-            cores, core_mask = self._cores_of_mask(name, values.get("core_mask"), warnings)
-        else:
-            cores, core_mask = (self._check_private(name, spans),), None
-        self._check_overlaps(name, op, spans)
-        for operand in op.inputs:
-            self.memory.check_written(spans[operand])
-        return BoundCall(cname, length, tuple(Operand(n, spans[n]) for n in op.inputs),
-                         Operand(op.output, spans[op.output]), params, cores, core_mask,
-                         tuple(warnings))
+    def bind(self, name: str, args: tuple, kwargs: dict, *, core: int | None = None,
+             require_written: bool = True) -> BoundCall:
+        """Check a call's arguments against the operator and the chip, touching nothing.
 
-    @staticmethod
-    def _check_shared(name: str, spans: dict[str, Span]) -> None:
-        for operand, span in spans.items():
-            if span.region == "l2":
-                private = name[:-2] + "_p"
-                raise AddressError(
-                    f"{name}: {operand} at {span.address:#x} is in core {span.core}'s private L2; "
-                    f"shared-storage calls take DDR or shared SRAM addresses; for operands "
-                    f"already in L2 use {private}")
-
-    def _check_private(self, name: str, spans: dict[str, Span]) -> int:
-        shared_version = name[:-2] + "_s"
-        owners = set()
-        for operand, span in spans.items():
-            if span.region != "l2":
-                raise AddressError(
-                    f"{name}: {operand} at {span.address:#x} is in {span.region}, outside the "
-                    f"executing core's L2; private-storage calls take L2 addresses; for operands "
-                    f"in DDR or shared SRAM use {shared_version}")
-            owners.add(span.core)
-        if len(owners) > 1:
-            where = ", ".join(f"{o} in core {s.core}'s L2" for o, s in spans.items())
-            raise AddressError(f"{name}: operands are split across cores' L2 ({where}); a "
-                               f"private-storage call runs on one core: put them in one L2")
-        return owners.pop()
-
-    def _cores_of_mask(self, name: str, mask, warnings: list[str]) -> tuple[tuple[int, ...], int]:
-        count = self.config.cores
-        if mask is None:
-            mask = (1 << count) - 1
-        if not _is_int(mask) or mask < 0:
-            raise ArgumentError(f"{name}: core_mask={mask!r} must be a non-negative integer bit "
-                                f"mask (bit i selects core i)")
-        mask = int(mask)
-        cores = tuple(i for i in range(count) if mask >> i & 1)
-        if not cores:
-            raise ArgumentError(
-                f"{name}: core_mask={mask:#x} selects no core of {self.config.name}, which has "
-                f"{count} cores (valid bits 0..{count - 1}, all cores: {(1 << count) - 1:#x})")
-        if mask >> count:
-            warnings.append(
-                f"core_mask={mask:#x} has bits above {self.config.name}'s {count} cores; they "
-                f"are ignored and the call runs on cores {', '.join(map(str, cores))}")
-        return cores, mask
-
-    @staticmethod
-    def _check_overlaps(name: str, op: kernels.Operator, spans: dict[str, Span]) -> None:
-        out = spans[op.output]
-        for operand in op.inputs:
-            src = spans[operand]
-            if src.overlaps(out) and src.offset != out.offset:
-                raise AddressError(
-                    f"{name}: {op.output} [{out.address:#x}, +{out.nbytes:#x}) partially overlaps "
-                    f"{operand} [{src.address:#x}, +{src.nbytes:#x}); use the same address for "
-                    f"an in-place call or separate the ranges")
+        ``require_written=False`` leaves out the check that the inputs hold data, for a
+        caller that writes them once the call is known to be valid.
+        """
+        return bind_call(self.resolve(name), self.memory, args, kwargs, core=core,
+                         require_written=require_written)
 
     # --------------------------------------------------------------- execution
     def _compute_into_destination(self, bound: BoundCall) -> None:
@@ -287,50 +201,65 @@ class Chip:
             "ddr_peak_gbps": cfg.ddr.peak_bandwidth_gbps,
             "ddr_achievable_gbps": cfg.ddr.bandwidth_gbps,
             "dma_model": timing.dma_model,
+            "tiling": timing.tiling.to_dict() if timing.tiling is not None else None,
         }
-        return make_result(timing=timing, metadata=metadata, ddr_peak_gbps=cfg.ddr.peak_bandwidth_gbps,
+        return make_result(timing=timing, metadata=metadata,
+                           ddr_peak_gbps=cfg.ddr.peak_bandwidth_gbps,
                            ddr_achievable_gbps=cfg.ddr.bandwidth_gbps, clock_mhz=cfg.clock_mhz,
                            warnings=list(bound.warnings))
+
+
+class PreparedCall:
+    """A checked and timed call whose inputs may still be written (see :meth:`Chip.prepare`)."""
+
+    def __init__(self, chip: Chip, bound: BoundCall, fidelity: str,
+                 tile_bytes: int | None = None) -> None:
+        self.chip = chip
+        self.bound = bound
+        self.fidelity = fidelity
+        # The timing model runs first: whatever it rejects (tiles that do not fit L2, an
+        # instruction the chip lacks) is rejected before any memory is touched.
+        job = chip._job(bound)
+        if tile_bytes is not None:
+            job = dataclasses.replace(job, tile_bytes=int(tile_bytes))
+        self.timing = run_job(chip.config, job, fidelity=fidelity)
+
+    @property
+    def inputs(self) -> tuple[Operand, ...]:
+        """The input operands: C argument names and where their bytes live."""
+        return self.bound.inputs
+
+    @property
+    def output(self) -> Operand:
+        return self.bound.output
+
+    def finish(self, *, numerics: bool = True) -> RunResult:
+        """Compute the result into the destination (unless ``numerics=False``) and return
+        the call's RunResult; the inputs must have been written."""
+        chip, bound = self.chip, self.bound
+        for operand in bound.inputs:
+            chip.memory.check_written(operand.span)
+        if numerics:
+            chip._compute_into_destination(bound)
+        return chip._result(bound, self.timing, self.fidelity)
+
+
+def _check_options(name: str, fidelity, tile_bytes) -> None:
+    check_fidelity(fidelity)
+    if tile_bytes is not None and (isinstance(tile_bytes, bool)
+                                   or not isinstance(tile_bytes, (int, np.integer))
+                                   or int(tile_bytes) <= 0):
+        raise ArgumentError(f"{name}: tile_bytes={tile_bytes!r} must be a positive number "
+                            "of bytes per operand tile, or None to let the call choose")
+
+
+def _check_numerics(numerics) -> bool:
+    if not isinstance(numerics, (bool, np.bool_)):
+        raise ArgumentError(f"numerics={numerics!r} must be True (compute the result) or False "
+                            f"(timing only)")
+    return bool(numerics)
 
 
 def load_chip(chip: str | os.PathLike = "ft78ne") -> Chip:
     """A fresh chip (empty memory) from a packaged name or a YAML path."""
     return Chip(chip)
-
-
-def simulate(name: str, *arrays, chip: Chip | str = "ft78ne", core_mask: int | None = None,
-             core: int | None = None, fidelity: str = "fast",
-             **params) -> tuple[np.ndarray, RunResult]:
-    """Run an operator on numpy arrays: place them in simulated memory, call, read back.
-
-    ``arrays`` are the operator's inputs in C order (e.g. ``dy, x`` for relu_grad); they are
-    converted to the call's dtype; ``params`` are the operator's parameters (``alpha=0.1``).
-    Returns ``(result array, RunResult)``.
-    """
-    from dspsim.placement import c_arguments, place_operands  # the CLI's placement too
-
-    chip = chip if isinstance(chip, Chip) else Chip(chip)
-    cname = chip.resolve(name)
-    op = cname.operator
-    if len(arrays) != len(op.inputs):
-        raise ArgumentError(f"{name} takes {len(op.inputs)} input arrays "
-                            f"({', '.join(op.inputs)}), got {len(arrays)}")
-    flat = [np.asarray(a).reshape(-1) for a in arrays]
-    length = len(flat[0]) if flat else 0
-    if any(len(a) != length for a in flat):
-        raise ArgumentError(f"{name}: input arrays differ in length: {[len(a) for a in flat]}")
-    converted = []
-    for operand, array in zip(op.inputs, flat):
-        try:
-            converted.append(array.astype(cname.dtype.numpy))
-        except (TypeError, ValueError) as exc:
-            raise DTypeError(f"{name}: input {operand} of dtype {array.dtype} cannot be "
-                             f"converted to {cname.dtype.name}: {exc}") from None
-    addresses = place_operands(chip.config, cname, length)
-    for operand, array in zip(op.inputs, converted):
-        chip.write(addresses[operand], array, core=core)
-    args = c_arguments(op, addresses, length, params)
-    kwargs = {"core_mask": core_mask} if cname.storage == "shared" else {}
-    result = chip.call(name, *args, core=core, fidelity=fidelity, **kwargs)
-    out = chip.read(addresses[op.output], length, cname.dtype.numpy, core=core)
-    return out, result

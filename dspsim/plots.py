@@ -1,6 +1,6 @@
 """PNG plots of sweeps: speedup, DDR bandwidth and time against cores and length.
 
-(The Gantt chart of a trace is in :mod:`dspsim.trace_plot`.)
+(The Gantt chart of a trace is in :mod:`dspsim.traces.plot`.)
 
 One figure of each kind per chip, one panel per operator and dtype. matplotlib is
 imported on first use with the Agg backend, so the command line starts fast and

@@ -1,12 +1,22 @@
-"""The result of one simulated operator call."""
+"""The result of one simulated operator call: figures, a short repr, JSON and traces."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
+import os
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from dspsim.sim.errors import ArgumentError
 from dspsim.sim.machine import ENGINES, Timing
-from dspsim.sim.trace import build_trace, write_trace
+from dspsim.sim.trace import build_trace, trace_bytes, write_trace
+
+#: the files a saved run holds (see RunResult.save)
+SAVED_FILES = {"result": "result.json", "trace": "trace.json", "chip": "chip.yaml"}
 
 
 @dataclass(frozen=True)
@@ -24,6 +34,29 @@ class CoreResult:
     @property
     def elements(self) -> int:
         return self.stop - self.start
+
+    def __repr__(self) -> str:
+        return (f"CoreResult(core {self.core}: elements [{self.start:,}, {self.stop:,}), "
+                f"{self.tiles} tiles, finish {self.finish_cycle:,.0f})")
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as JSON data: dataclasses and mappings as objects, tuples as lists, numpy
+    scalars as numbers, non-finite floats as None (JSON has no NaN or infinity)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.metadata.get("json", True)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
 
 
 @dataclass
@@ -52,8 +85,22 @@ class RunResult:
     lanes: int
     scheduled_events: int
     warnings: list[str] = field(default_factory=list)
-    timing: Timing | None = field(default=None, repr=False)
+    # shared-storage calls: the tile size chosen and why (see dspsim.sim.tiling)
+    tiling: dict[str, Any] | None = None
+    # the model's own record (slices, samples): for traces, not part of the JSON
+    timing: Timing | None = field(default=None, repr=False, compare=False,
+                                  metadata={"json": False})
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    #: computed figures that to_dict() adds to the fields
+    DERIVED = ("seconds", "microseconds", "ddr_bytes", "achieved_gbps", "share_of_ddr_peak",
+               "tiles")
+
+    def __repr__(self) -> str:
+        mask = "" if self.core_mask is None else f", core_mask {self.core_mask:#x}"
+        return (f"RunResult({self.operator} on {self.chip}, {self.length:,} x {self.dtype}"
+                f"{mask}: {self.cycles:,} cycles = {self.microseconds:,.3f} us, bound by "
+                f"{self.bound})")
 
     @property
     def seconds(self) -> float:
@@ -70,11 +117,12 @@ class RunResult:
     @property
     def achieved_gbps(self) -> float:
         """DDR bytes moved per second of the call."""
-        return self.ddr_bytes / self.seconds / 1e9 if self.cycles else 0.0
+        seconds = self.seconds
+        return self.ddr_bytes / seconds / 1e9 if seconds > 0 else 0.0
 
     @property
     def share_of_ddr_peak(self) -> float:
-        return self.achieved_gbps / self.ddr_peak_gbps
+        return self.achieved_gbps / self.ddr_peak_gbps if self.ddr_peak_gbps else 0.0
 
     @property
     def tiles(self) -> int:
@@ -90,6 +138,50 @@ class RunResult:
         """Write the Chrome trace to ``path`` atomically; returns the path."""
         return write_trace(self.trace(), path)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field and computed figure as JSON data (``json.dumps`` takes it as is).
+
+        Driven by the dataclass fields, so a field added to RunResult appears here too;
+        only the model's raw timing record is left out (``trace()`` holds it).
+        """
+        data = to_jsonable(self)
+        for name in self.DERIVED:
+            data[name] = to_jsonable(getattr(self, name))
+        for core, entry in zip(self.per_core, data["per_core"]):
+            entry["elements"] = core.elements
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunResult":
+        """A RunResult from :meth:`to_dict`'s output (without the timing record)."""
+        names = {f.name for f in dataclasses.fields(cls) if f.metadata.get("json", True)}
+        core_names = {f.name for f in dataclasses.fields(CoreResult)}
+        values = {k: v for k, v in data.items() if k in names}
+        values["per_core"] = [CoreResult(**{k: v for k, v in c.items() if k in core_names})
+                              for c in data.get("per_core", [])]
+        values["cores"] = tuple(values.get("cores", ()))
+        return cls(**values)
+
+    def save(self, folder, *, chip_yaml: str, extra: dict[str, Any] | None = None) -> dict:
+        """Keep this run so that it can be reproduced and compared: ``result.json`` (this
+        result's :meth:`to_dict`, with ``extra`` such as the command and the numeric
+        check), ``trace.json`` and ``chip.yaml``, the exact chip description it ran on.
+
+        ``folder`` is created, or may be empty or hold an earlier save (whose files are
+        replaced). All three files are written before any is moved into place, so a failure
+        leaves the folder as it was. Returns the paths written, by kind.
+        """
+        document = {"result": self.to_dict(), **(extra or {}),
+                    "files": dict(SAVED_FILES)}
+        contents = {
+            "result": (json.dumps(to_jsonable(document), indent=2) + "\n").encode("utf-8"),
+            "trace": trace_bytes(self.trace()),
+            "chip": chip_yaml.encode("utf-8"),
+        }
+        written = write_folder(os.fspath(folder),
+                               {SAVED_FILES[k]: v for k, v in contents.items()})
+        return {kind: written[name] for kind, name in SAVED_FILES.items()}
+
     def to_row(self) -> dict[str, Any]:
         """A flat dictionary of the headline numbers, for tables, CSV and JSON."""
         return {
@@ -100,6 +192,7 @@ class RunResult:
             "achieved_gbps": self.achieved_gbps, "share_of_ddr_peak": self.share_of_ddr_peak,
             "roofline_cycles": self.roofline_cycles, "bound": self.bound,
             "tiles": self.tiles, "tile_elements": self.tile_elements,
+            "tiling_policy": self.tiling["policy"] if self.tiling else None,
             "ddr_bytes": self.ddr_bytes, "warnings": "; ".join(self.warnings),
         }
 
@@ -128,4 +221,71 @@ def make_result(*, timing: Timing, metadata: dict[str, Any], ddr_peak_gbps: floa
         tile_elements=timing.tile_elements,
         iteration_cycles=timing.vector.iteration_cycles, lanes=timing.vector.lanes,
         scheduled_events=timing.scheduled_events, warnings=list(warnings),
+        tiling=timing.tiling.to_dict() if timing.tiling is not None else None,
         timing=timing if keep_timing else None, metadata=metadata)
+
+
+def write_folder(folder: str, files: dict[str, bytes]) -> dict[str, str]:
+    """Write ``files`` (name -> bytes) into ``folder`` all or nothing.
+
+    They are written and synced in a fresh sibling folder first; a new ``folder`` is that
+    folder renamed, an existing one (empty, or holding only these names) gets each file
+    renamed into it.
+    """
+    folder = os.path.abspath(folder)
+    check_folder(folder, files)
+    parent = os.path.dirname(folder)
+    staging = os.path.join(parent, f".{os.path.basename(folder)[:100]}.saving-"
+                                   f"{secrets.token_hex(4)}")
+    try:
+        os.makedirs(parent, exist_ok=True)
+        os.mkdir(staging)
+        for name, data in files.items():
+            with open(os.path.join(staging, name), "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        if os.path.isdir(folder):
+            for name in files:
+                os.replace(os.path.join(staging, name), os.path.join(folder, name))
+            os.rmdir(staging)
+        else:
+            os.rename(staging, folder)
+    except OSError as exc:
+        _remove_tree(staging)
+        raise ArgumentError(f"cannot save to {folder}: {exc.strerror or exc}") from None
+    except BaseException:
+        _remove_tree(staging)
+        raise
+    return {name: os.path.join(folder, name) for name in files}
+
+
+def check_folder(folder: str, names=tuple(SAVED_FILES.values())) -> None:
+    """An ArgumentError unless ``folder`` is new, empty, or holds only files of ``names``."""
+    if not os.path.lexists(folder):
+        return
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        raise ArgumentError(f"cannot save to {folder}: it exists and is not a folder")
+    try:
+        others = sorted(set(os.listdir(folder)) - set(names))
+    except OSError as exc:
+        raise ArgumentError(f"cannot save to {folder}: {exc.strerror}") from None
+    if others:
+        raise ArgumentError(f"cannot save to {folder}: it holds other files ({others[0]}"
+                            f"{', ...' if len(others) > 1 else ''}); choose a new or empty "
+                            f"folder")
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a staging folder of regular files, if it is still there."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return
+    for name in os.listdir(path):
+        try:
+            os.unlink(os.path.join(path, name))
+        except OSError:
+            pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass

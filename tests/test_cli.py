@@ -7,7 +7,7 @@ from dspsim.sim.trace import validate_trace
 
 
 def dspsim_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "dspsim.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "dspsim", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=300)
 
 

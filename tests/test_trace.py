@@ -30,7 +30,8 @@ def test_trace_is_valid_and_complete(result):
     processes = {e["args"]["name"] for e in trace["traceEvents"]
                  if e["ph"] == "M" and e["name"] == "process_name"}
     assert {"core 0", "core 1", "core 2", "core 3"} <= processes
-    assert {"dma-in", "vector", "dma-out"} <= set(names.values())
+    # relu_grad loads two operands side by side: one dma-in thread each
+    assert {"dma-in.0", "dma-in.1", "vector", "dma-out"} <= set(names.values())
     threads = [e for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"]
     assert all(e["tid"] != e["pid"] for e in threads)  # else Perfetto calls it "main thread"
     assert meta["bound"] == result.bound

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.trace_plot import plot_trace
+from dspsim.traces.plot import plot_trace
 from dspsim.placement import place_operands
 from dspsim.sim.config import load_config, packaged_chips
 from dspsim.sim.errors import ArgumentError
-from dspsim.tracecompare import compare
-from dspsim.traceview import gaps, intersection, merge, read_trace, summarize
+from dspsim.traces.compare import compare
+from dspsim.traces.view import gaps, intersection, merge, read_trace, summarize
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -45,7 +45,7 @@ def test_interval_helpers():
 # ----------------------------------------------------------------------------- summary
 @pytest.mark.parametrize("chip, length, mask, fidelity, bound", [
     ("ft78ne", 2**18, 0xf, "fast", "DDR"),          # several tiles per core, DDR-bound
-    ("ft78ne", 2**14, 0x1, "fast", "DMA engine"),   # one core: its DMA engine bounds it
+    ("ft78ne", 2**14, 0x1, "fast", "DDR"),   # one core reaches DDR through the EDMA3 pool
     ("mt7004", 2**17, 0x3, "fast", "DDR"),
     ("mt7004", 2**15, 0x3, "detailed", "DDR"),      # bursts and iterations simulated
 ])
@@ -149,7 +149,7 @@ def test_compare_reports_total_core_and_engine_changes(tmp_path):
 
 # ----------------------------------------------------------------------------- CLI
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "dspsim.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "dspsim", *args], capture_output=True,
                           text=True)
 
 

@@ -5,14 +5,32 @@ import argparse
 import re
 
 
+#: Largest power accepted in 2^N: more bits than any address space or mask
+MAX_EXPONENT = 256
+
+
 def parse_int(text: str) -> int:
     """Integers as users write them: 1024, 0xff, 2^22, 2**22."""
     match = re.fullmatch(r"\s*(\d+)\s*(?:\^|\*\*)\s*(\d+)\s*", text)
     try:
-        return int(match.group(1)) ** int(match.group(2)) if match else int(text.strip(), 0)
+        if match:
+            base, exponent = int(match.group(1)), int(match.group(2))
+            if exponent > MAX_EXPONENT and base > 1:
+                raise argparse.ArgumentTypeError(f"{text!r} is too large (powers up to "
+                                                 f"{MAX_EXPONENT})")
+            return base ** exponent
+        return int(text.strip(), 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer (examples: 1024, 0xff, "
                                          f"2^22)") from None
+
+
+def parse_seed(text: str) -> int:
+    """A random seed: a non-negative integer."""
+    value = parse_int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed {value} must be >= 0")
+    return value
 
 
 def parse_length(text: str) -> int:
@@ -37,8 +55,19 @@ def parse_param(text: str) -> tuple[str, float]:
     """An operator parameter as ``NAME=NUMBER``."""
     name, sep, value = text.partition("=")
     try:
-        if not sep:
+        if not sep or not name.strip().isidentifier():
             raise ValueError
         return name.strip(), float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--param takes NAME=NUMBER, got {text!r}") from None
+
+
+def param_dict(pairs: list[tuple[str, float]]) -> dict[str, float]:
+    """``--param`` pairs as a dictionary; a name given twice is an error."""
+    params: dict[str, float] = {}
+    for name, value in pairs:
+        if name in params:
+            raise argparse.ArgumentTypeError(f"--param {name} given twice ({params[name]:g} "
+                                             f"and {value:g})")
+        params[name] = value
+    return params

@@ -9,14 +9,14 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
-from dspsim.cli_args import int_list, name_list, parse_param
-from dspsim.executors import make_executor
+from dspsim.cli.args import int_list, name_list, parse_param
+from dspsim.sweep.executors import make_executor
 from dspsim.plots import slug, write_sweep_plots
 from dspsim.sim.config import packaged_chips
 from dspsim.sim.machine import FIDELITIES
 from dspsim.sweep import SweepSpec, rows_for_plots, run_sweep
-from dspsim.sweep_plan import Plan, plan
-from dspsim.sweep_store import CSV, JSON, JSONL, RowStore
+from dspsim.sweep.plan import Plan, plan
+from dspsim.sweep.store import CSV, JSON, JSONL, RowStore
 
 DEFAULT_SWEEP_DIR = "sweeps"
 

@@ -1,4 +1,4 @@
-"""``dspsim trace summary|plot|compare``: inspect trace files (see :mod:`dspsim.traceview`)."""
+"""``dspsim trace summary|plot|compare``: inspect trace files (see :mod:`dspsim.traces.view`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,9 +8,9 @@ import os
 from rich.console import Console
 from rich.table import Table
 
-from dspsim.trace_plot import plot_trace
-from dspsim.tracecompare import TraceComparison, compare
-from dspsim.traceview import TraceSummary, read_trace, summarize
+from dspsim.traces.plot import plot_trace
+from dspsim.traces.compare import TraceComparison, compare
+from dspsim.traces.view import TraceSummary, read_trace, summarize
 
 SPARK = " ▁▂▃▄▅▆▇█"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dspsim.traceview import ENGINE_ORDER, TraceSummary
+from dspsim.traces.view import ENGINE_ORDER, TraceSummary
 
 COMPARED_METADATA = ("chip", "operator", "dtype", "storage", "length", "core_mask", "clock_mhz",
                      "fidelity")

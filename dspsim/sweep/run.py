@@ -17,7 +17,7 @@ from dspsim.kernels.check import compare
 from dspsim.placement import c_arguments, place_operands
 from dspsim.sim.errors import DspSimError
 from dspsim.sim.machine import COMPUTE, LOAD, STORE
-from dspsim.sweep_plan import BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_params
+from dspsim.sweep.plan import BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_params
 
 
 @dataclass(frozen=True)

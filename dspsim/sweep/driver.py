@@ -1,9 +1,9 @@
 """core_mask scaling studies: many simulated calls, one row each.
 
 A sweep is the product operators × chips × dtypes × lengths × core masks
-(:mod:`dspsim.sweep_plan`). :func:`run_sweep` runs the planned calls on an
-:class:`~dspsim.executors.Executor` (:mod:`dspsim.sweep_run` is what a worker does) and
-appends each finished row to a :class:`~dspsim.sweep_store.RowStore`, skipping rows
+(:mod:`dspsim.sweep.plan`). :func:`run_sweep` runs the planned calls on an
+:class:`~dspsim.sweep.executors.Executor` (:mod:`dspsim.sweep.run` is what a worker does) and
+appends each finished row to a :class:`~dspsim.sweep.store.RowStore`, skipping rows
 already there, so that rerunning a sweep resumes it.
 
 Speedup is measured against the one-core run (core_mask 0x1) of the same chip, operator,
@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from dspsim.executors import Executor
-from dspsim.sweep_plan import BASELINE_MASK, DEFAULT_FIDELITY, Plan, RunSpec, SweepSpec, plan
-from dspsim.sweep_run import Task, execute
-from dspsim.sweep_store import RowStore
+from dspsim.sweep.executors import Executor
+from dspsim.sweep.plan import BASELINE_MASK, DEFAULT_FIDELITY, Plan, RunSpec, SweepSpec, plan
+from dspsim.sweep.run import Task, execute
+from dspsim.sweep.store import RowStore
 
 __all__ = ["SweepSpec", "SweepOutcome", "plan", "run_sweep", "row_group", "rows_for_plots"]
 

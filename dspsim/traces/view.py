@@ -173,7 +173,7 @@ def gaps(intervals: list[tuple[float, float]], start: float, end: float) -> list
 class CoreSummary:
     core: int
     tiles: int
-    busy: dict[str, float]  # per engine (sub-engines added up), cycles
+    busy: dict[str, float]  # per engine (its threads merged), cycles
     active: float  # cycles in which any engine of the core worked
     overlap: float  # cycles in which vector work and a DMA transfer ran together
     finish: float  # cycle at which its last activity ended
@@ -223,10 +223,10 @@ def _ddr_average(samples: list[tuple[float, float]], lo: float, hi: float) -> fl
 
 def _core_summary(trace: Trace, core: int) -> CoreSummary:
     slices = trace.of_core(core)
-    busy: dict[str, float] = {}
-    for s in slices:
-        busy[s.engine] = busy.get(s.engine, 0.0) + s.cycles
-    spans = {e: merge([(s.start, s.end) for s in slices if s.engine == e]) for e in busy}
+    engines = sorted({s.engine for s in slices})
+    spans = {e: merge([(s.start, s.end) for s in slices if s.engine == e]) for e in engines}
+    # an engine is busy while any of its threads (operands side by side) has a slice
+    busy = {e: length_of(spans[e]) for e in engines}
     vector = spans.get("vector", [])
     dma = merge([iv for e, ivs in spans.items() if e != "vector" for iv in ivs])
     vector_gaps = gaps(vector, vector[0][0], vector[-1][1]) if vector else []

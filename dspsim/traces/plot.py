@@ -14,7 +14,7 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
                ddr_achievable_gbps: float | None = None, bound: str | None = None) -> str:
     """A Gantt chart of the cores' engines with the DDR bandwidth in use beneath it.
 
-    ``trace`` is a :class:`dspsim.traceview.Trace`; the DDR lines are drawn when given.
+    ``trace`` is a :class:`dspsim.traces.view.Trace`; the DDR lines are drawn when given.
     """
     plt = pyplot()
     from matplotlib.patches import Patch  # noqa: PLC0415

@@ -1,0 +1,140 @@
+"""``dspsim chips`` and ``dspsim ops``: what exists, as fitted tables or as JSON."""
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+
+from dspsim import kernels
+from dspsim.cli.output import Output, number_column, text_column
+from dspsim.sim.config import ChipConfig, load_config, packaged_chips
+from dspsim.sim.errors import DspSimError
+from dspsim.sim.vector import vector_cost
+
+
+# --------------------------------------------------------------------------- chips
+def add_chips(sub) -> None:
+    p = sub.add_parser("chips", help="list the packaged chips")
+    p.add_argument("--json", action="store_true", help="print the chips as JSON")
+    p.set_defaults(output_handler=cmd_chips)
+
+
+def chip_figures(cfg: ChipConfig, path: str) -> dict:
+    """A chip's main figures, as JSON data."""
+    dma = cfg.dma
+    return {
+        "name": cfg.name, "file": path, "description": cfg.description, "cores": cfg.cores,
+        "clock_mhz": cfg.clock_mhz, "dtypes": list(cfg.dtypes),
+        "lane_width_bits": cfg.vector.lane_width_bits,
+        "lanes": {d: cfg.lanes(d) for d in cfg.dtypes},
+        "vector_units": dict(cfg.vector.units),
+        "l2_bytes_per_core": cfg.l2.size_bytes, "l2_base_address": hex(cfg.l2.base_address),
+        "shared_sram_bytes": cfg.shared_sram.size_bytes,
+        "ddr_bytes": cfg.ddr.size_bytes, "ddr_base_address": hex(cfg.ddr.base_address),
+        "ddr_peak_gbps": cfg.ddr.peak_bandwidth_gbps,
+        "ddr_achievable_gbps": cfg.ddr.bandwidth_gbps,
+        "dma": dma.describe(), "dma_shared_pool": dma.shared,
+        "dma_engines": [{"name": e.name, "bandwidth_gbps": e.bandwidth_gbps,
+                         "regions": sorted(e.regions)} for e in dma.engines],
+        "dma_setup_cycles": dma.setup_cycles, "dma_burst_bytes": dma.burst_bytes,
+        "launch_cycles": cfg.launch_cycles, "barrier_cycles": cfg.barrier_cycles,
+    }
+
+
+def cmd_chips(args, out: Output) -> int:
+    chips = [(load_config(path), path) for _, path in sorted(packaged_chips().items())]
+    if args.json:
+        out.json([chip_figures(cfg, path) for cfg, path in chips])
+        return 0
+    columns = [text_column("chip", key=True), number_column("cores"), number_column("clock"),
+               text_column("dtypes"), number_column("lanes"), number_column("L2/core"),
+               number_column("DDR peak"), text_column("DMA"), text_column("file")]
+    rows = []
+    for cfg, path in chips:
+        share = cfg.ddr.bandwidth_gbps / cfg.ddr.peak_bandwidth_gbps
+        rows.append([cfg.name, str(cfg.cores), f"{cfg.clock_mhz:g} MHz", ", ".join(cfg.dtypes),
+                     f"{cfg.vector.lane_width_bits} bits", f"{cfg.l2.size_bytes >> 10:,} KiB",
+                     f"{cfg.ddr.peak_bandwidth_gbps:g} GB/s × {share:g}",
+                     cfg.dma.describe(),
+                     os.path.basename(path)])
+    out.table(columns, rows, title="packaged chips (or pass --chip PATH.yaml)")
+    return 0
+
+
+# --------------------------------------------------------------------------- ops
+def add_ops(sub) -> None:
+    p = sub.add_parser("ops", help="list the operators with parameters, dtypes and cost")
+    p.add_argument("--chip", action="append", default=None,
+                   help="chips to cost on (default: every packaged chip)")
+    p.add_argument("--json", action="store_true", help="print the operators as JSON")
+    p.set_defaults(output_handler=cmd_ops)
+
+
+def _cost_on(cfg: ChipConfig, op: kernels.Operator) -> dict:
+    dtypes = [d for d in cfg.dtypes if d in kernels.DTYPES]
+    try:
+        cost = vector_cost(cfg, dtypes[0], op.mix)
+    except DspSimError as exc:  # a user's chip without an instruction the operator issues
+        return {"dtypes": dtypes, "error": str(exc)}
+    return {"dtypes": dtypes,
+            "names": [kernels.c_name(op, d, s) for d in dtypes
+                      for s in kernels.registry.STORAGE.values()],
+            "elements_per_iteration": {d: cfg.lanes(d) for d in dtypes},
+            "cycles_per_iteration": cost.iteration_cycles,
+            "bounding_unit": cost.bounding_unit,
+            "issued_mix": dict(cost.mix)}  # the mix with the chip's expansions resolved
+
+
+def operator_entry(op: kernels.Operator, chips: list[ChipConfig]) -> dict:
+    """Everything ``dspsim ops`` says about one operator, as JSON data."""
+    return {
+        "stem": op.stem, "summary": op.summary, "formula": op.formula,
+        "arguments": list(op.args), "shared_storage_adds": "core_mask",
+        "inputs": list(op.inputs), "output": op.output,
+        "params": [{"name": p.name, "default": p.default, "minimum": p.minimum, "doc": p.doc}
+                   for p in op.params],
+        "mix": dict(op.mix), "mix_note": op.mix_note, "accuracy": op.notes,
+        "tolerance_ulps": op.tolerance_ulps,
+        "chips": {cfg.name: _cost_on(cfg, op) for cfg in chips},
+    }
+
+
+def cmd_ops(args, out: Output) -> int:
+    chips = [load_config(c) for c in (args.chip or sorted(packaged_chips()))]
+    entries = [operator_entry(op, chips) for op in kernels.OPERATORS.values()]
+    if args.json:
+        out.json(entries)
+        return 0
+    columns = [text_column("operator", key=True),
+               text_column("arguments (C order) and parameters"),
+               text_column("instruction mix per vector iteration")]
+    columns += [text_column(f"{cfg.name}: dtypes · cycles/iteration (elements)") for cfg in chips]
+    rows = []
+    for op, entry in zip(kernels.OPERATORS.values(), entries):
+        params = "; ".join(
+            f"{p['name']}" + (f" = {p['default']:g}" if p["default"] is not None else "")
+            + (f" (>= {p['minimum']:g})" if p["minimum"] is not None else "")
+            for p in entry["params"])
+        per_chip = []
+        for cfg in chips:
+            cost = entry["chips"][cfg.name]
+            if "error" in cost:
+                per_chip.append(f"{' '.join(cost['dtypes'])}\n{cost['error']}")
+                continue
+            lanes = ", ".join(f"{kernels.DTYPES[d].prefix}_: {n}"
+                              for d, n in cost["elements_per_iteration"].items())
+            issued = ("" if cost["issued_mix"] == dict(op.mix) else "\nissues " + ", ".join(
+                f"{k}×{v}" for k, v in cost["issued_mix"].items()))  # the chip expands some
+            per_chip.append(f"{' '.join(cost['dtypes'])}\n{cost['cycles_per_iteration']:g} "
+                            f"cycles ({cost['bounding_unit']}-bound)\nelements/iteration "
+                            f"{lanes}{issued}")
+        rows.append([
+            Text.assemble((op.stem, "bold"), "\n", op.summary),
+            Text.assemble(f"{', '.join(op.args)}[, core_mask]" + (f"\n{params}" if params else ""),
+                          "\n", (op.formula, "dim")),
+            Text.assemble(", ".join(f"{k}×{v}" for k, v in op.mix.items()),
+                          *(("\n", (op.mix_note, "dim")) if op.mix_note else ())),
+            *per_chip])
+    out.table(columns, rows, title="operators (C name: <dtype prefix>_<name>_<s|p>)",
+              row_lines=True)
+    return 0

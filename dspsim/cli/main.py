@@ -1,0 +1,206 @@
+"""The ``dspsim`` command line: run an operator, list chips and operators.
+
+Further commands (sweeps, trace tools) register themselves through ``COMMANDS``. A
+command that sets ``output_handler`` prints through :class:`~dspsim.cli.output.Output`
+(fitted tables, plain columns into a pipe, ``--json``); one that sets ``handler`` gets a
+rich Console.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import os
+import re
+import sys
+from typing import Callable
+
+from rich.console import Console
+from rich.text import Text
+
+import dspsim
+from dspsim.checked import run_checked
+from dspsim.chip import Chip
+from dspsim.cli.args import param_dict, parse_int, parse_length, parse_param, parse_seed
+from dspsim.cli.output import Output
+from dspsim.cli.report import render
+from dspsim.cli.listings import add_chips, add_ops
+from dspsim.result import check_folder, to_jsonable
+from dspsim.sim.errors import ArgumentError, DspSimError
+from dspsim.sim.machine import FIDELITIES
+
+DEFAULT_TRACE_DIR = "traces"
+
+
+def file_part(text: str, limit: int = 60) -> str:
+    """``text`` as one safe file-name component: no separators, no ``..``, bounded length.
+
+    Characters other than letters, digits, ``.``, ``_``, ``+`` and ``-`` become ``-``; a
+    name that had to be cut gets a digest of the whole, so two long names stay apart.
+    """
+    slug = re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip(".-") or "x"
+    slug = re.sub(r"\.{2,}", ".", slug)
+    if len(slug) > limit:
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        slug = f"{slug[:limit - 9]}-{digest}"
+    return slug
+
+
+def default_trace_path(result) -> str:
+    """``traces/<op>-<chip>-n<length>[-m<mask>].json``, whatever the chip's name holds."""
+    mask = "" if result.core_mask is None else f"-m{result.core_mask:x}"
+    return os.path.join(DEFAULT_TRACE_DIR, f"{file_part(result.operator)}-"
+                        f"{file_part(result.chip.lower())}-n{result.length}{mask}.json")
+
+
+# --------------------------------------------------------------------------- run
+def add_run(sub) -> None:
+    p = sub.add_parser("run", help="simulate one operator call on random inputs",
+                       description="Generate reproducible random inputs, place them at the "
+                       "operator library's example addresses, run the call, check the numbers "
+                       "against a float64 reference and print the report.")
+    p.add_argument("op", help="C name, e.g. fp_relu_grad_s (see `dspsim ops`)")
+    p.add_argument("--chip", default="ft78ne", help="chip name or YAML path (default ft78ne)")
+    p.add_argument("--length", type=parse_length, required=True, help="elements, e.g. 4096 or 2^22")
+    p.add_argument("--core-mask", type=parse_int, default=None,
+                   help="bit i selects core i (shared-storage calls; default all cores)")
+    p.add_argument("--core", type=parse_int, default=None,
+                   help="executing core of a private-storage call (default 0)")
+    p.add_argument("--param", type=parse_param, action="append", default=[],
+                   metavar="NAME=VALUE", help="operator parameter, e.g. alpha=0.1 (repeatable)")
+    p.add_argument("--seed", type=parse_seed, default=0,
+                   help="random seed of the inputs, >= 0 (default 0)")
+    p.add_argument("--fidelity", choices=FIDELITIES, default="fast",
+                   help="timing model: fast (default) or detailed (DMA bursts, every vector "
+                   "iteration; for small lengths)")
+    p.add_argument("--tile-bytes", type=parse_int, default=None, metavar="BYTES",
+                   help="fix the tile size (bytes per operand buffer) of a shared-storage "
+                   "call; default: the size that minimises the call's time")
+    p.add_argument("--trace", default=None, metavar="PATH",
+                   help=f"trace file (default {DEFAULT_TRACE_DIR}/<op>-<chip>-n<length>.json)")
+    p.add_argument("--no-trace", action="store_true", help="do not write a trace")
+    p.add_argument("--save", default=None, metavar="DIR",
+                   help="keep the run in DIR: result.json, trace.json and chip.yaml (the exact "
+                   "chip description used), to reproduce or compare it later")
+    p.add_argument("--json", action="store_true",
+                   help="print the result as JSON (RunResult.to_dict() and the numeric check)")
+    p.set_defaults(output_handler=cmd_run)
+
+
+def run_document(run, args, trace_path: str | None) -> dict:
+    """What ``--json`` prints and ``--save`` keeps besides the files: the result, the numeric
+    check, and how to run it again."""
+    return {
+        "dspsim": dspsim.__version__,
+        "command": ["dspsim", *getattr(args, "argv", [])],
+        "seed": run.seed,
+        "operands": {name: hex(address) for name, address in run.addresses.items()},
+        "numerics": to_jsonable(dataclasses.asdict(run.check)) if run.check else None,
+        "trace": trace_path,
+        "result": run.result.to_dict(),
+    }
+
+
+def _check_trace_path(path: str) -> None:
+    """Refuse, before simulating, a trace path that can never become the trace file."""
+    if os.path.isdir(path):
+        raise ArgumentError(f"--trace {path} is a folder; give a file path such as "
+                            f"{os.path.join(path, 'run.json')}")
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise ArgumentError(f"--trace {path} exists and is not a regular file; give another "
+                            f"path")
+
+
+def cmd_run(args, out: Output) -> int:
+    if args.trace and not args.no_trace:
+        _check_trace_path(args.trace)
+    if args.save is not None:
+        check_folder(os.path.abspath(args.save))
+    try:
+        params = param_dict(args.param)
+    except argparse.ArgumentTypeError as exc:
+        raise ArgumentError(str(exc)) from None
+    chip = Chip(args.chip)
+    with out.progress("simulating") as advance:
+        run = run_checked(chip, args.op, args.length, core_mask=args.core_mask, core=args.core,
+                          params=params, seed=args.seed, fidelity=args.fidelity,
+                          tile_bytes=args.tile_bytes, progress=advance)
+    result, check = run.result, run.check
+    trace_path = None
+    if not args.no_trace:
+        trace_path = args.trace or default_trace_path(result)
+        try:
+            result.write_trace(trace_path)
+        except OSError as exc:
+            raise ArgumentError(f"cannot write the trace to {trace_path}: "
+                                f"{exc.strerror or exc}") from None
+    document = run_document(run, args, trace_path)
+    saved = None
+    if args.save is not None:
+        extra = {k: v for k, v in document.items() if k not in ("result", "trace")}
+        result.save(args.save, chip_yaml=chip.description_yaml, extra=extra)
+        saved = args.save
+    if args.json:
+        out.json({**document, "saved": saved})
+    else:
+        render(result, out, check, trace_path, saved)
+    return 0 if check is None or check.ok else 1
+
+
+# --------------------------------------------------------------------------- the parser
+class Parser(argparse.ArgumentParser):
+    """argparse, reporting a usage error on one line (and exit status 2)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+from dspsim.cli.sweep import add_sweep  # noqa: E402 - commands defined in their own modules
+from dspsim.cli.trace import add_trace  # noqa: E402
+
+COMMANDS: list[Callable] = [add_run, add_chips, add_ops, add_sweep, add_trace]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="dspsim", description="Cycle-approximate simulator of multi-core DSP chips and "
+        "their operator library.")
+    parser.add_argument("--version", action="version", version=f"dspsim {dspsim.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=Parser)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that does not squeeze tables to 80 columns when output is piped."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=160)
+    return console
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    out = Output()
+    try:
+        if getattr(args, "output_handler", None):
+            return args.output_handler(args, out)
+        return args.handler(args, make_console())
+    except DspSimError as exc:
+        out.error(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        out.errors.print(Text("interrupted"))
+        return 130
+    except BrokenPipeError:  # `dspsim ops | head`: the reader left; not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""The report of one run: headline figures, the per-core table, the numeric check.
+
+Printed through :class:`~dspsim.cli.output.Output`, so it fits an 80-column terminal and
+prints plain columns into a pipe; every value from the chip file or the command line is
+printed as given (never read as markup).
+"""
+from __future__ import annotations
+
+from rich.text import Text
+
+from dspsim.cli.output import Output, number_column, text_column
+from dspsim.kernels.check import Check
+from dspsim.result import RunResult
+from dspsim.sim.machine import ENGINES
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def headline(r: RunResult) -> Text:
+    """``fp_relu_grad_s on FT78NE (1000 MHz): 4,194,304 × fp32, ...``."""
+    mask = "" if r.core_mask is None else f", core_mask {r.core_mask:#x}"
+    fidelity = r.metadata.get("fidelity", "fast")
+    return Text.assemble(
+        (r.operator, "bold"), " on ", (r.chip, "bold"),
+        f" ({r.clock_mhz:g} MHz): {r.length:,} × {r.dtype}, {r.storage} storage{mask}, "
+        f"cores {', '.join(map(str, r.cores)) or '-'}",
+        *((", ", (fidelity, "bold"), " fidelity") if fidelity != "fast" else ()))
+
+
+def summary_rows(r: RunResult) -> list[tuple[str, str]]:
+    """The headline figures as (name, value) pairs."""
+    rows = [("cycles", f"{r.cycles:,}"), ("time", f"{r.microseconds:,.3f} µs")]
+    if r.storage == "shared":
+        rows += [("DDR traffic", f"{r.ddr_bytes:,} bytes"),
+                 ("achieved DDR bandwidth", f"{r.achieved_gbps:.3f} GB/s"),
+                 ("share of DDR peak", f"{100 * r.share_of_ddr_peak:.1f}% of "
+                  f"{r.ddr_peak_gbps:g} GB/s (achievable {r.ddr_achievable_gbps:.3g})")]
+    rows += [("roofline bound", f"{r.roofline_cycles:,} cycles "
+              f"({_pct(r.roofline_cycles, r.cycles)} of actual)"),
+             ("bounded by", r.bound),
+             ("tile", f"{r.tile_elements:,} elements, {r.tiles:,} tiles in all, "
+              f"{r.lanes} lanes, {r.iteration_cycles:g} cycles/iteration")]
+    if r.tiling:
+        rows.append(("tiling", f"{r.tiling['policy']}: {r.tiling['tiles_per_core']:,} tiles on "
+                     f"the busiest core, {r.tiling['tile_bytes']:,} bytes per operand; "
+                     f"{r.tiling['reason']}"))
+    return rows
+
+
+def check_line(check: Check) -> Text:
+    verdict = ("ok", "green") if check.ok else ("FAILED", "red")
+    first = "" if check.first_failure is None else f", the first at element {check.first_failure:,}"
+    return Text.assemble(
+        "numerics vs float64 reference: ", verdict,
+        f" — max abs error {check.max_abs_error:.3g}, max rel error "
+        f"{check.max_rel_error:.3g}, max {check.max_ulps:g} ULP; rule: {check.rule}; "
+        f"{check.failures:,} elements outside it{first}")
+
+
+def render(result: RunResult, out: Output, check: Check | None = None,
+           trace_path: str | None = None, saved: str | None = None) -> None:
+    """Print the headline numbers, the per-core table, the numeric check and warnings."""
+    r = result
+    out.line(headline(r))
+    out.table([text_column("figure"), text_column("value")],
+              [(Text(name, style="dim"), value) for name, value in summary_rows(r)],
+              show_header=False, boxed=False)
+
+    columns = [number_column("core", key=True), number_column("elements"),
+               number_column("range"), number_column("tiles"),
+               *(number_column(f"{engine} busy") for engine in ENGINES),
+               number_column("finish")]
+    rows = [[str(c.core), f"{c.elements:,}", f"[{c.start:,}, {c.stop:,})", f"{c.tiles:,}",
+             *(f"{c.busy_cycles[e]:,.0f} ({_pct(c.busy_cycles[e], r.cycles)})"
+               for e in ENGINES),
+             f"{c.finish_cycle:,.0f}"] for c in r.per_core]
+    out.table(columns, rows, title="per core")
+    if check is not None:
+        out.line(check_line(check))
+    for warning in r.warnings:
+        out.line(("warning:", "yellow"), " ", warning)
+    if trace_path:
+        out.line(f"trace written to {trace_path} (open it in ui.perfetto.dev; 1 ns on its "
+                 f"axis = 1 cycle)")
+    if saved:
+        out.line(f"run saved in {saved} (result.json, trace.json, chip.yaml)")

@@ -1,0 +1,1 @@
+"""Reading, summarising, comparing and plotting the traces a run writes."""
