@@ -19,12 +19,14 @@ by call in dependency order, through simulated memory.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from dspsim.binding import BoundCall
 from dspsim.methods import operator_doc, operator_signature
 from dspsim.sim.errors import AddressError, ArgumentError
 from dspsim.sim.machine import check_fidelity
+from dspsim.sim.memory import Span
 from dspsim.sim.program import plan_call, run_program
 from dspsim.sim.program_graph import (CallItem, RaceError, RecordItem, WaitItem,
                                       build_dependencies, find_races)
@@ -35,6 +37,14 @@ if TYPE_CHECKING:
 
 #: what :meth:`Program.run` does about races
 RACE_POLICIES = ("error", "warn")
+
+
+@dataclass(frozen=True)
+class Initial:
+    """Data a program stores before its numerics: the spans it fills, and how."""
+
+    spans: tuple[Span, ...]
+    write: Callable[[], None]
 
 
 class Event:
@@ -179,15 +189,17 @@ class Program:
         return event
 
     # ------------------------------------------------------------------ running
-    def run(self, *, numerics: bool = True, fidelity: str = "fast",
-            races: str = "error") -> "ProgramResult":
+    def run(self, *, numerics: bool = True, fidelity: str = "fast", races: str = "error",
+            initial: "Initial | None" = None) -> "ProgramResult":
         """Check, time and (with ``numerics``) compute the whole program.
 
         Raises DeadlockError for a wait on an event never recorded or a cycle of waits,
         RaceError for unordered calls touching the same bytes (one writing) unless
         ``races="warn"`` (then the result's warnings name them), AddressError if an input
         holds no data and no earlier call writes it. Memory is untouched until every
-        check and the timing have passed.
+        check and the timing have passed. ``initial`` (spans, write) names data that
+        ``write()`` stores once every check has passed, before the numerics (a program
+        file's initialised buffers); with ``numerics=False`` it is not written.
         """
         from dspsim.programs.result import build_result
 
@@ -215,27 +227,30 @@ class Program:
         planned = {c.index: plan_call(config, self.chip._job(c.bound), fidelity, tilings)
                    for c in self.calls}
         if numerics:
-            self._check_inputs(graph)
+            self._check_inputs(graph, initial.spans if initial else ())
         timing = run_program(config, planned, graph, fidelity=fidelity)
         self._ran = True
         if numerics:
+            if initial is not None:
+                initial.write()
             for index in timing.memory_order:
                 self.chip._compute_into_destination(self.calls[index].bound)
         return build_result(self, timing, graph, warnings=problems)
 
-    def _check_inputs(self, graph) -> None:
-        """Every input holds data already or is written by a call ordered before it."""
+    def _check_inputs(self, graph, initial: Sequence[Span]) -> None:
+        """Every input holds data already, or will (``initial``), or is written by a call
+        ordered before it."""
         before = graph.ordered_before()
         memory = self.chip.memory
         for call in self.calls:
             for operand in call.bound.inputs:
                 span = operand.span
                 for lo, hi in memory.unwritten(span):
-                    producers = [c for c in self.calls if before[call.index] >> c.index & 1
-                                 and c.bound.output.span.same_storage(span)]
+                    sources = [c.bound.output.span for c in self.calls
+                               if before[call.index] >> c.index & 1] + list(initial)
                     shift = span.address - span.offset  # offsets to this span's addresses
-                    written = [(c.bound.output.span.offset + shift,
-                                c.bound.output.span.end_offset + shift) for c in producers]
+                    written = [(s.offset + shift, s.end_offset + shift) for s in sources
+                               if s.same_storage(span)]
                     if not _covered(lo, hi, written):
                         raise AddressError(
                             f"{call.label} on stream {call.stream.name!r} reads {operand.name} "
