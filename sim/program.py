@@ -106,6 +106,8 @@ class ProgramTiming:
     fidelity: str
     #: call indices in the order their effects on memory happen (a topological order)
     memory_order: list[int] = field(default_factory=list)
+    #: the cycle at which each recorded event completed
+    event_cycles: dict[str, float] = field(default_factory=dict)
 
 
 class _Scheduler:
@@ -251,4 +253,6 @@ def run_program(config: ChipConfig, planned: dict[int, PlannedCall], graph: Depe
     return ProgramTiming(
         cycles=max((c.end for c in calls), default=0.0), calls=calls,
         ddr_samples=list(timeline.ddr_samples), scheduled_events=timeline.env.scheduled_events,
-        fidelity=fidelity, memory_order=order)
+        fidelity=fidelity, memory_order=order,
+        event_cycles={node[1]: cycle for node, cycle in scheduler.completed.items()
+                      if node[0] == "record"})

@@ -137,6 +137,9 @@ def load_trace(path: str | os.PathLike) -> dict[str, Any]:
 
 
 _REQUIRED = {"X": ("name", "ph", "ts", "dur", "pid", "tid"), "C": ("name", "ph", "ts", "pid"),
+             # flow arrows (a program's events, from record to wait)
+             "s": ("name", "ph", "ts", "pid", "tid", "id"),
+             "f": ("name", "ph", "ts", "pid", "tid", "id"),
              "M": ("name", "ph", "pid", "args")}
 
 
@@ -173,7 +176,7 @@ def validate_trace(trace: dict[str, Any]) -> list[str]:
             end = start + _viewer_ns(event["dur"])
             by_thread.setdefault((event["pid"], event["tid"]), []).append(
                 (start, end, event["name"]))
-        if phase in ("X", "C") and not (isinstance(event["ts"], (int, float)) and event["ts"] >= 0):
+        if phase in ("X", "C", "s", "f") and not (isinstance(event["ts"], (int, float)) and event["ts"] >= 0):
             problems.append(f"event {index} ({event['name']!r}) has bad ts {event['ts']!r}")
     for (pid, tid), slices in by_thread.items():
         slices.sort(key=lambda s: (s[0], -s[1]))

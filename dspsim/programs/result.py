@@ -62,6 +62,8 @@ class ProgramResult:
     bounds: dict[str, float]  # lower bounds in cycles: no schedule of these calls beats them
     bound: str  # the largest of them: what limits this program
     critical_path: list[dict[str, Any]]
+    #: per event: the stream recording it, when it completed, the calls its waits released
+    events: list[dict[str, Any]]
     scheduled_events: int
     tiles: int
     warnings: list[str]
@@ -120,8 +122,37 @@ def build_result(program: "Program", timing: ProgramTiming, graph: Dependencies,
         per_core=_per_core(records, timing.cycles),
         ddr=_ddr(records, timing, ddr_capacity, config.clock_mhz),
         bounds=bounds, bound=max(bounds, key=bounds.get) if bounds else "none",
-        critical_path=_critical_path(records), scheduled_events=timing.scheduled_events,
+        critical_path=_critical_path(records), events=_events(program, timing),
+        scheduled_events=timing.scheduled_events,
         tiles=sum(r.result.tiles for r in records), warnings=all_warnings, timing=timing)
+
+
+def _events(program: "Program", timing: ProgramTiming) -> list[dict[str, Any]]:
+    """Each recorded event: its stream, the cycle it completed, and each wait for it: the
+    waiting stream, the first call the wait held (if any), when the stream reached the wait
+    and when the event released it."""
+    from dspsim.programs.program import EnqueuedCall
+    from dspsim.sim.program_graph import RecordItem, WaitItem
+    events: dict[str, dict[str, Any]] = {}
+    for stream in program.streams:
+        for item in stream.items:
+            if isinstance(item, RecordItem):
+                events.setdefault(item.event, {"event": item.event, "waits": []}).update(
+                    recorded_on=stream.name, cycle=timing.event_cycles.get(item.event))
+    ends = {c.index: c.end for c in timing.calls}
+    for stream in program.streams:
+        for position, item in enumerate(stream.items):
+            if isinstance(item, WaitItem) and item.event in events:
+                released = next((i.index for i in stream.items[position + 1:]
+                                 if isinstance(i, EnqueuedCall)), None)
+                earlier = [ends[i.index] for i in stream.items[:position]
+                           if isinstance(i, EnqueuedCall)]
+                reached = max(earlier, default=0.0)
+                recorded = events[item.event].get("cycle")
+                events[item.event]["waits"].append({
+                    "stream": stream.name, "call": released, "reached_cycle": reached,
+                    "released_cycle": max(reached, recorded if recorded is not None else 0.0)})
+    return list(events.values())
 
 
 def _record(scheduled: ScheduledCall, result: RunResult) -> CallRecord:
@@ -192,6 +223,8 @@ def _bounds(config, records: list[CallRecord], graph: Dependencies,
     for region in config.shared_regions:
         moved = sum(r.result.bytes_read.get(region.name, 0)
                     + r.result.bytes_written.get(region.name, 0) for r in records)
+        if not moved and region.name != "ddr":
+            continue
         label = "DDR" if region.name == "ddr" else "shared SRAM"
         bounds[label] = moved / config.bytes_per_cycle(region.bandwidth_gbps)
     per_core: dict[int, float] = {}

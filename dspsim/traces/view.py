@@ -83,7 +83,7 @@ def _names(events: list[dict]) -> tuple[dict[int, str], dict[tuple[int, int], st
 def _core_of(process: str | None, path: str, pid) -> int | None:
     if process and process.startswith("core "):
         return int(process.split()[1])
-    if process and process.endswith(" call"):
+    if process and process.endswith((" call", " program")):
         return None
     raise ArgumentError(f"{path}: process {pid} is named {process!r}, neither 'core N' nor "
                         f"'<chip> call'; is this a dspsim trace?")
@@ -108,6 +108,8 @@ def read_trace(path: str | os.PathLike) -> Trace:
         for event in events:
             if event.get("ph") == "X":
                 args = event.get("args") or {}
+                if args.get("program_slice"):
+                    continue  # a program's parent slice of a call, not engine activity
                 start = args.get("start_cycle", event["ts"] * 1000)
                 cycles = args.get("cycles", event["dur"] * 1000)
                 core = _core_of(processes.get(event["pid"]), path, event["pid"])
