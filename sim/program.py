@@ -136,9 +136,10 @@ class _Scheduler:
         self.again = False
 
     def begin(self) -> None:
-        for node, count in self.waiting.items():
-            if not count:
-                self._satisfied(node)
+        # collected first: satisfying one may bring others' counts to 0, which then count
+        # as satisfied through it, never twice
+        for node in [n for n, count in self.waiting.items() if not count]:
+            self._satisfied(node)
         self._dispatch()
 
     def _satisfied(self, node: Node) -> None:

@@ -247,8 +247,9 @@ def _critical_path(records: list[CallRecord]) -> list[dict[str, Any]]:
         return []
     by_index = {r.index: r for r in records}
     record = max(records, key=lambda r: (r.end_cycle, r.index))
-    path = []
-    while record is not None:
+    path, seen = [], set()
+    while record is not None and record.index not in seen:
+        seen.add(record.index)
         if record.waited_for == "cores busy":
             held = ", ".join(map(str, record.cores))
             why = f"cores busy ({held}, held by call {record.cores_held_by})"
