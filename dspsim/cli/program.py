@@ -98,8 +98,9 @@ def render_program(r: ProgramResult, out: Output, name: str = "program",
                    trace_path: str | None = None) -> None:
     """Print a program's report: headline, calls, cores, bounds, critical path."""
     out.line(Text.assemble((name, "bold"), " on ", (r.chip, "bold"),
-                           f" ({r.clock_mhz:g} MHz): {len(r.calls)} calls on "
-                           f"{len(r.streams)} streams, {r.fidelity} fidelity"))
+                           f" ({r.clock_mhz:g} MHz): {len(r.calls)} call{'s' * (len(r.calls) != 1)} "
+                           f"on {len(r.streams)} stream{'s' * (len(r.streams) != 1)}, "
+                           f"{r.fidelity} fidelity"))
     out.table([text_column("figure"), text_column("value")],
               [(Text(k, style="dim"), v) for k, v in summary_rows(r)],
               show_header=False, boxed=False)

@@ -231,12 +231,12 @@ def _bounds(config, records: list[CallRecord], graph: Dependencies,
     for record in records:
         for core in record.cores:
             per_core[core] = per_core.get(core, 0.0) + alone[record.index]
-    bounds["busiest core"] = max(per_core.values(), default=0.0)
+    bounds["calls on the busiest core"] = max(per_core.values(), default=0.0)
     finish: dict = {}
     for node in graph.order:
         start = max((finish[dep] for dep, _ in graph.deps[node]), default=0.0)
         finish[node] = start + (alone[node[1]] if node[0] == "call" else 0.0)
-    bounds["dependency chain"] = max(finish.values(), default=0.0)
+    bounds["longest dependency chain"] = max(finish.values(), default=0.0)
     return bounds
 
 
