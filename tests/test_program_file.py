@@ -151,3 +151,19 @@ def test_cli_bad_program_exits_2_with_one_line(tmp_path):
     assert "streams.rows_a[0]" in done.stderr
     done = dspsim_cli("program", str(tmp_path / "missing.yaml"))
     assert done.returncode == 2 and "does not exist" in done.stderr
+
+
+def test_sweep_varies_program_parameters(tmp_path):
+    path = write(tmp_path, GOOD.replace("init: {npy: w.npy}", "init: zeros"))
+    out = tmp_path / "study"
+    done = dspsim_cli("sweep", "--program", path, "--vary", "mask=0x1,0xf,0x100",
+                      "--vary", "n=1024,4096", "--timing-only", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = json.loads((out / "rows.json").read_text())
+    assert [(r["param.mask"], r["param.n"]) for r in rows] == [
+        (1, 1024), (1, 4096), (15, 1024), (15, 4096), (256, 1024), (256, 4096)]
+    assert rows[2]["cycles"] < rows[0]["cycles"]  # four cores beat one
+    assert "selects no core" in rows[4]["error"]
+    assert (out / "rows.csv").exists() and (out / "cycles.png").exists()
+    bad = dspsim_cli("sweep", "--program", path, "--vary", "nope=1,2", "--out", str(out))
+    assert bad.returncode == 2 and "not in the file's parameters" in bad.stderr

@@ -10,6 +10,10 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Table
 
 from dspsim.cli.args import int_list, name_list, parse_param
+from dspsim.cli.output import Output
+from dspsim.cli.program import cmd_program_sweep
+from dspsim.programs.sweep import add_program_options
+from dspsim.sim.errors import ArgumentError
 from dspsim.sweep.executors import make_executor
 from dspsim.plots import slug, write_sweep_plots
 from dspsim.sim.config import packaged_chips
@@ -32,12 +36,12 @@ def add_sweep(sub) -> None:
         description="Simulate every combination, write one row per run to OUT/rows.csv and "
         "OUT/rows.json, and plot speedup, DDR bandwidth and time. Rerunning the same command "
         "skips finished rows; an interrupted sweep keeps every row it finished.")
-    p.add_argument("--ops", type=name_list, action="append", required=True, metavar="OPS",
+    p.add_argument("--ops", type=name_list, action="append", metavar="OPS",
                    help="operator stems (relu_grad: fp_/hp_ prefix per dtype, _s version), "
                    "C names, or all; comma-separated")
     p.add_argument("--chips", type=name_list, action="append", metavar="CHIPS",
                    help="chip names or YAML paths, comma-separated (default: every packaged chip)")
-    p.add_argument("--lengths", type=int_list, action="append", required=True, metavar="N,...",
+    p.add_argument("--lengths", type=int_list, action="append", metavar="N,...",
                    help="elements per call, e.g. 2^16,2^20,2^22")
     p.add_argument("--dtypes", type=name_list, action="append", metavar="DTYPES",
                    help="fp32, fp16, bf16 (default fp32); a chip lacking one skips it")
@@ -64,6 +68,7 @@ def add_sweep(sub) -> None:
     p.add_argument("--out", default=None, metavar="DIR",
                    help=f"sweep folder (default {DEFAULT_SWEEP_DIR}/<ops>-<chips>)")
     p.add_argument("--no-plots", action="store_true", help="write rows only")
+    add_program_options(p)
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -104,6 +109,11 @@ def _run_with_progress(the_plan: Plan, store: RowStore, executor, console: Conso
 
 
 def cmd_sweep(args, console: Console) -> int:
+    if args.program is not None:
+        return cmd_program_sweep(args, Output())
+    if not args.ops or not args.lengths:
+        raise ArgumentError("dspsim sweep needs --ops and --lengths (or --program FILE with "
+                            "--vary NAME=V1,V2,...)")
     spec = spec_from_args(args)
     the_plan = plan(spec)  # a bad request fails here, before any folder is made
     out = args.out or default_out(spec)
