@@ -146,6 +146,10 @@ def cmd_program_sweep(args, out: Output) -> int:
                           on_row=lambda row: (rows.append(row), write_rows(rows, folder),
                                               advance("program sweep", len(rows), total)))
     plots = [] if args.no_plots else write_plots(rows, axes, folder, args.program)
+    if args.json:
+        out.json({"folder": folder, "program": args.program, "axes": axes, "plots": plots,
+                  "rows": rows})
+        return 0
     names = list(axes)
     columns = [number_column(n, key=True) for n in names] + [
         number_column("cycles"), number_column("µs"), text_column("bound"),

@@ -33,7 +33,7 @@ from dspsim.chip import Chip
 from dspsim.programs.buffers import AUTO_REGIONS, Buffer, Init, describe, fill, load_npy, place
 from dspsim.programs.program import Initial, Program
 from dspsim.programs.result import ProgramResult
-from dspsim.sim.config import parse_chip_yaml, read_chip_text
+from dspsim.sim.yamlfile import parse_yaml, read_yaml_text
 from dspsim.sim.errors import ConfigError, DspSimError
 
 _TOP = ("chip", "description", "parameters", "buffers", "streams")
@@ -103,8 +103,8 @@ def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = Non
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ProgramFileError(f"program file {path!r} does not exist or is not a file")
-    text = read_chip_text(path)
-    raw = parse_chip_yaml(text, path)
+    text = read_yaml_text(path, "a program file")
+    raw = parse_yaml(text, path, "a program file")
     return _Loader(path, text, raw, overrides or {}).load()
 
 
