@@ -115,6 +115,7 @@ def _flows(result: "ProgramResult", stream_tid: dict[str, int]) -> list[dict[str
     stream from when it reached the wait until the event released it, and a flow arrow
     from the record to the release."""
     events: list[dict[str, Any]] = []
+    calls = {c.index: c for c in result.calls}
     flow_id = 0
     for event in result.events:
         if event.get("cycle") is None:
@@ -132,9 +133,21 @@ def _flows(result: "ProgramResult", stream_tid: dict[str, int]) -> list[dict[str
                                  {**marker, "releases_call": wait["call"]}))
             common = {"name": f"event {event['event']}", "cat": "event", "id": flow_id,
                       "pid": PROGRAM_PID}
-            events.append({**common, "ph": "s", "ts": _micro(round(cycle)), "tid": tid})
-            events.append({**common, "ph": "f", "bp": "e",
-                           "ts": _micro(round(wait["released_cycle"])), "tid": waiting})
+            # each end one cycle inside the slice it belongs to (the call or wait that the
+            # record follows; the call the wait released, or the wait), so that viewers
+            # binding a flow to the slice open at its instant find that one
+            released = round(wait["released_cycle"])
+            call = calls.get(wait["call"])
+            if call is not None and round(call.end_cycle) - round(call.start_cycle) >= 2:
+                arrive = round(call.start_cycle) + 1
+            elif released - round(wait["reached_cycle"]) >= 2:
+                arrive = released - 1
+            else:
+                arrive = released
+            events.append({**common, "ph": "s", "ts": _micro(max(round(cycle) - 1, 0)),
+                           "tid": tid})
+            events.append({**common, "ph": "f", "bp": "e", "ts": _micro(arrive),
+                           "tid": waiting})
     return events
 
 
