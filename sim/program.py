@@ -18,7 +18,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from dspsim.sim.config import ChipConfig
-from dspsim.sim.datapath import dma_timing
+from dspsim.sim.datapath import BURST_BUDGET, call_bursts, dma_timing
 from dspsim.sim.job import Job
 from dspsim.sim.machine import (CallRun, Timing, check_fidelity, finish_timeline, fresh_cores,
                                 plan, plan_tiling)
@@ -26,6 +26,11 @@ from dspsim.sim.model import Timeline
 from dspsim.sim.program_graph import Dependencies, Node
 from dspsim.sim.tiling import TilingChoice
 from dspsim.sim.vector import VectorCost
+
+
+#: A fast-fidelity program that mixes calls of short transfers with calls of long ones is
+#: timed burst by burst while it moves at most this many bursts in all.
+PROGRAM_BURST_BUDGET = 8 * BURST_BUDGET
 
 
 @dataclass
@@ -60,20 +65,26 @@ def plan_call(config: ChipConfig, job: Job, fidelity: str,
                        dma_timing(config, job, fresh_cores(job, cost.lanes), tile, fidelity))
 
 
-def program_dma_models(calls: list[PlannedCall], fidelity: str) -> list[str]:
+def program_dma_models(config: ChipConfig, calls: list[PlannedCall],
+                       fidelity: str) -> list[str]:
     """How each call's transfers are timed in the program.
 
     Calls running at once must be timed by one model to share the links: bursts for the
-    detailed fidelity; in the fast one, bursts if every call would go burst by burst alone
-    (each within the burst budget, so events stay bounded per call), else fluid flows (with
-    the path fill and staggered cores of ``"staggered"`` for calls too short for plain
-    fluid). A call therefore runs as it would alone unless it shares a program with calls
-    of the other kind; a program of one call keeps the call's own model.
+    detailed fidelity. In the fast one: bursts if every call would go burst by burst
+    alone (each within the burst budget), and also when only some would but the whole
+    program moves at most :data:`PROGRAM_BURST_BUDGET` bursts (fluid sharing between a
+    call of short transfers and one of long ones is where it is least accurate); else
+    fluid flows, with the path fill and staggered cores of ``"staggered"`` for the calls
+    too short for plain fluid. Events therefore stay bounded by the tiles or by the
+    budgets. A program of one call keeps the call's own model.
     """
     kinds = [c.alone for c in calls]
     moving = [k for k in kinds if k != "none"]
     if fidelity != "fast" or all(k == "bursts" for k in moving):
         return kinds
+    total = sum(call_bursts(config, c.job) for c in calls if c.alone != "none")
+    if "bursts" in moving and total <= PROGRAM_BURST_BUDGET:
+        return ["none" if k == "none" else "bursts" for k in kinds]
     return [k if k in ("none", "fluid") else "staggered" for k in kinds]
 
 
@@ -241,7 +252,7 @@ def run_program(config: ChipConfig, planned: dict[int, PlannedCall], graph: Depe
     """Run the planned calls (by index) on one timeline in the order ``graph`` imposes."""
     check_fidelity(fidelity)
     indices = sorted(planned)
-    models = dict(zip(indices, program_dma_models([planned[i] for i in indices],
+    models = dict(zip(indices, program_dma_models(config, [planned[i] for i in indices],
                                                   fidelity)))
     timeline = Timeline(config)
     scheduler = _Scheduler(timeline, config, planned, graph, models, fidelity, record_slices)
