@@ -240,3 +240,17 @@ def test_stream_methods_carry_the_c_signature(ft78ne):
 
 def test_errors_are_dspsim_errors():
     assert issubclass(RaceError, DspSimError) and issubclass(DeadlockError, DspSimError)
+
+
+def test_short_and_long_transfers_together_never_exceed_their_sequence(ft78ne):
+    for k in range(3):
+        ft78ne.zero(DDR + k * MIB, 1 << 18, "fp32")
+    short = ("fp_tanh_grad_s", (DDR, DDR + MIB, DDR + 2 * MIB, 1 << 16, 0x12))
+    long = ("fp_relu_grad_s", (DDR, DDR + MIB, DDR + 2 * MIB + MIB // 2, 1 << 18, 0xed))
+    sequential = sum(ft78ne.call(n, *a, numerics=False).cycles for n, a in (short, long))
+    prog = ft78ne.program()
+    for name, args in (short, long):
+        prog.stream().enqueue(name, *args)
+    result = prog.run(numerics=False)
+    assert [c.dma_model for c in result.calls] == ["bursts", "bursts"]
+    assert result.bounds["DDR"] <= result.cycles <= sequential
