@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.machine import ENGINES as ENGINE_ORDER
-from dspsim.sim.trace import load_trace
+from dspsim.sim.trace import DDR_COUNTER, read_model
+from dspsim.sim.trace_model import finite_number
+
 CALL = "call"
 
 
@@ -64,62 +69,80 @@ class Trace:
         m = self.metadata
         mask = "" if m.get("core_mask") is None else f", core_mask {m['core_mask']:#x}"
         return (f"{m.get('chip')} · {m.get('operator')} · {m.get('dtype')} · "
-                f"n={m.get('length', 0):,}{mask}")
+                f"n={m.get('length') or 0:,}{mask}")
 
 
-def _names(events: list[dict]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
-    processes, threads = {}, {}
-    for event in events:
-        if event.get("ph") != "M":
-            continue
-        name = (event.get("args") or {}).get("name")
-        if event.get("name") == "process_name":
-            processes[event.get("pid")] = name
-        elif event.get("name") == "thread_name":
-            threads[(event.get("pid"), event.get("tid"))] = name
-    return processes, threads
-
-
-def _core_of(process: str | None, path: str, pid) -> int | None:
-    if process and process.startswith("core "):
-        return int(process.split()[1])
-    if process and process.endswith(" call"):
+def _core_of(group: str, path: str) -> int | None:
+    """The core a group of tracks belongs to; None for the call's own group."""
+    match = re.fullmatch(r"core (\d{1,6})", group)
+    if match:
+        return int(match.group(1))
+    if group.endswith(" call"):
         return None
-    raise ArgumentError(f"{path}: process {pid} is named {process!r}, neither 'core N' nor "
+    raise ArgumentError(f"{path}: a track group is named {group[:60]!r}, neither 'core N' nor "
                         f"'<chip> call'; is this a dspsim trace?")
 
 
-def read_trace(path: str | os.PathLike) -> Trace:
-    """Parse a dspsim trace file; a clear error if it is not one."""
-    path = os.fspath(path)
-    data = load_trace(path)
-    metadata = data.get("metadata")
-    if not isinstance(metadata, dict) or "total_cycles" not in metadata:
+def _metadata(metadata: dict[str, Any], path: str) -> dict[str, Any]:
+    """The metadata the summary relies on, checked: an ArgumentError naming the first key
+    of the wrong type or range."""
+    if "total_cycles" not in metadata:
         raise ArgumentError(f"{path} has no dspsim metadata (chip, operator, total_cycles); "
                             f"write traces with `dspsim run` or RunResult.write_trace")
     missing = [key for key in MODEL_METADATA if key not in metadata]
     if missing:
         raise ArgumentError(f"{path}: its metadata lacks {', '.join(missing)}; write the trace "
                             f"again with this dspsim (`dspsim run` or RunResult.write_trace)")
-    events = data["traceEvents"]
-    processes, threads = _names(events)
-    slices, ddr = [], []
+    meta = dict(metadata)
     try:
-        for event in events:
-            if event.get("ph") == "X":
-                args = event.get("args") or {}
-                start = args.get("start_cycle", event["ts"] * 1000)
-                cycles = args.get("cycles", event["dur"] * 1000)
-                core = _core_of(processes.get(event["pid"]), path, event["pid"])
-                thread = threads.get((event["pid"], event["tid"]), CALL)
-                slices.append(TraceSlice(core, thread, event["name"], float(start),
-                                         float(cycles), args))
-            elif event.get("ph") == "C" and event.get("name") == "DDR bandwidth":
-                ddr.append((round(event["ts"] * 1000), float(event["args"]["GB/s"])))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ArgumentError(f"{path}: malformed trace event ({exc!r}); is this a dspsim "
-                            f"trace?") from None
-    return Trace(path, metadata, float(metadata["total_cycles"]), slices, sorted(ddr))
+        meta["total_cycles"] = finite_number(meta["total_cycles"], "total_cycles")
+        for key in ("ddr_peak_gbps", "ddr_achievable_gbps"):
+            meta[key] = finite_number(meta[key], key, 0.0, 1e12)
+        terms = meta["roofline_terms"]
+        if not isinstance(terms, dict):
+            raise ValueError("roofline_terms is not an object")
+        meta["roofline_terms"] = {k: finite_number(v, f"roofline term {k!r}")
+                                  for k, v in terms.items()}
+        if meta["bound"] is not None and not isinstance(meta["bound"], str):
+            raise ValueError(f"bound is {meta['bound']!r:.40}, not text")
+        if meta.get("clock_mhz") is not None:
+            meta["clock_mhz"] = finite_number(meta["clock_mhz"], "clock_mhz", 1e-9, 1e12)
+        for key in ("length", "core_mask"):
+            value = meta.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 0 <= value < 2 ** 64):
+                raise ValueError(f"{key} is {value!r:.40}, not a non-negative integer")
+    except ValueError as exc:
+        raise ArgumentError(f"{path}: bad metadata: {exc}") from None
+    return meta
+
+
+def _slice_args(args: dict, where: str) -> dict:
+    """Args the summary adds up, checked."""
+    if "bytes" in args:
+        try:
+            finite_number(args["bytes"], "bytes", 0.0, 2.0 ** 63)
+        except ValueError as exc:
+            raise ArgumentError(f"{where}: {exc}") from None
+    return args
+
+
+def read_trace(path: str | os.PathLike) -> Trace:
+    """Parse a dspsim trace file, Perfetto protobuf or Chrome JSON; a clear error if it is
+    not one."""
+    path = os.fspath(path)
+    model = read_model(path)
+    metadata = _metadata(model.metadata, path)
+    cores = {group: _core_of(group, path) for group in model.groups()}
+    slices = []
+    for piece in model.slices:
+        track = model.tracks[piece.track]
+        slices.append(TraceSlice(cores[track.group], track.name, piece.name, piece.start,
+                                 piece.end - piece.start,
+                                 _slice_args(piece.args, f"{path}: slice {piece.name[:40]!r}")))
+    ddr = [(round(s.at), s.value) for s in model.samples
+           if model.tracks[s.track].name == DDR_COUNTER]
+    return Trace(path, metadata, metadata["total_cycles"], slices, sorted(ddr))
 
 
 #: What the simulator measured and the summary reports as is.
@@ -210,15 +233,29 @@ class TraceSummary:
 
 def _ddr_average(samples: list[tuple[float, float]], lo: float, hi: float) -> float:
     """Mean of the step function ``samples`` over [lo, hi)."""
-    if hi <= lo:
-        return 0.0
-    total = 0.0
-    for i, (cycle, rate) in enumerate(samples):
-        nxt = samples[i + 1][0] if i + 1 < len(samples) else hi
-        a, b = max(cycle, lo), min(nxt, hi)
-        if b > a:
-            total += rate * (b - a)
-    return total / (hi - lo)
+    return float(_ddr_averages(samples, [lo], [hi])[0])
+
+
+def _ddr_averages(samples: list[tuple[float, float]], lows, highs) -> np.ndarray:
+    """Means of the step function ``samples`` over each [low, high), all at once."""
+    lows, highs = np.asarray(lows, float), np.asarray(highs, float)
+    if not samples:
+        return np.zeros(len(lows))
+    times = np.array([c for c, _ in samples], float)
+    rates = np.array([r for _, r in samples], float)
+    # the integral of the rate from the first sample to each sample
+    area = np.concatenate(([0.0], np.cumsum(rates[:-1] * np.diff(times))))
+
+    def integral(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(times, t, side="right") - 1
+        inside = k >= 0
+        k = np.clip(k, 0, None)
+        return np.where(inside, area[k] + rates[k] * (t - times[k]), 0.0)
+
+    width = highs - lows
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = (integral(highs) - integral(lows)) / width
+    return np.where(width > 0, means, 0.0)
 
 
 def _core_summary(trace: Trace, core: int) -> CoreSummary:
@@ -237,6 +274,18 @@ def _core_summary(trace: Trace, core: int) -> CoreSummary:
         vector_gaps=vector_gaps)
 
 
+#: The most slices the DDR timeline of a summary may have.
+MAX_BUCKETS = 10_000
+
+
+def check_buckets(buckets) -> None:
+    """An ArgumentError unless ``buckets`` is a whole number from 1 to MAX_BUCKETS."""
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or not (
+            1 <= buckets <= MAX_BUCKETS):
+        raise ArgumentError(f"buckets {buckets!r:.40} must be a whole number from 1 to "
+                            f"{MAX_BUCKETS:,} (the slices of the DDR timeline)")
+
+
 def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     """Per-core engine activity, DDR use over time, the bound and the critical core."""
     total = trace.total_cycles
@@ -246,9 +295,9 @@ def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     bound = meta["bound"] or "none (length 0)"
     ddr_bytes = sum(s.args.get("bytes", 0) for s in trace.slices
                     if s.args.get("region") == "ddr" and s.core is not None)
-    buckets = max(1, buckets)
-    timeline = [_ddr_average(trace.ddr, total * i / buckets, total * (i + 1) / buckets)
-                for i in range(buckets)]
+    check_buckets(buckets)
+    edges = [total * i / buckets for i in range(buckets + 1)]
+    timeline = [float(g) for g in _ddr_averages(trace.ddr, edges[:-1], edges[1:])]
     achievable = float(meta["ddr_achievable_gbps"])
     saturated = sum(min(nxt, total) - cycle for (cycle, rate), nxt in
                     zip(trace.ddr, [c for c, _ in trace.ddr[1:]] + [total])
