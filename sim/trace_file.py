@@ -50,7 +50,11 @@ def check_target(path: str | os.PathLike, what: str = "trace") -> str:
     except FileNotFoundError:
         info = None
     except OSError as exc:
-        raise ArgumentError(f"cannot write the {what} to {shown}: {exc.strerror}") from None
+        if exc.errno == errno.ENAMETOOLONG:  # said more usefully below
+            info = None
+        else:
+            raise ArgumentError(f"cannot write the {what} to {shown}: {exc.strerror}"
+                                ) from None
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise ArgumentError(f"cannot write the {what} to {shown}: it is a folder; give a file "
                             f"path inside it")

@@ -57,7 +57,7 @@ def parse_buckets(text: str) -> int:
     except ValueError:
         raise ArgumentError(f"--buckets {text!r:.40} is not a whole number; give 1 to "
                             f"{MAX_BUCKETS:,}") from None
-    check_buckets(value)
+    check_buckets(value, "--buckets")
     return value
 
 

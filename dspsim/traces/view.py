@@ -13,6 +13,7 @@ rather than modelling the chip a second time, so it needs no chip description.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import re
 from dataclasses import dataclass, field
@@ -278,11 +279,11 @@ def _core_summary(trace: Trace, core: int) -> CoreSummary:
 MAX_BUCKETS = 10_000
 
 
-def check_buckets(buckets) -> None:
+def check_buckets(buckets, name: str = "buckets") -> None:
     """An ArgumentError unless ``buckets`` is a whole number from 1 to MAX_BUCKETS."""
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or not (
+    if isinstance(buckets, bool) or not isinstance(buckets, numbers.Integral) or not (
             1 <= buckets <= MAX_BUCKETS):
-        raise ArgumentError(f"buckets {buckets!r:.40} must be a whole number from 1 to "
+        raise ArgumentError(f"{name} {buckets!r:.40} must be a whole number from 1 to "
                             f"{MAX_BUCKETS:,} (the slices of the DDR timeline)")
 
 
@@ -296,6 +297,7 @@ def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     ddr_bytes = sum(s.args.get("bytes", 0) for s in trace.slices
                     if s.args.get("region") == "ddr" and s.core is not None)
     check_buckets(buckets)
+    buckets = int(buckets)
     edges = [total * i / buckets for i in range(buckets + 1)]
     timeline = [float(g) for g in _ddr_averages(trace.ddr, edges[:-1], edges[1:])]
     achievable = float(meta["ddr_achievable_gbps"])
