@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.trace_model import (MAX_CYCLES, CounterSample, Flow, TraceModel, Track, TrackSlice,
-                                    check_plain, finite_number)
+from dspsim.sim.trace_model import (MAX_CYCLES, CounterSample, Flow, Track, TraceModel,
+                                    TrackSlice, check_plain, check_text, finite_number)
 
 #: The args keys that carry a slice's exact times.
 EXACT_KEYS = ("start_cycle", "cycles")
@@ -117,7 +117,9 @@ def parse_json(data: bytes, where: str) -> Any:
 
 # ----------------------------------------------------------------------------- reading
 def _ident(value: Any, what: str) -> int | str:
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(value, str):
+        return check_text(value, what)
+    if (isinstance(value, int) and not isinstance(value, bool)
                                   and -2 ** 63 <= value < 2 ** 63):
         return value
     raise ValueError(f"{what} is {value!r:.40}, not an integer or text")
@@ -126,7 +128,7 @@ def _ident(value: Any, what: str) -> int | str:
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} is {value!r:.40}, not text")
-    return value
+    return check_text(value, what)
 
 
 def _args(event: dict, what: str) -> dict[str, Any]:

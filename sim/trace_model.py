@@ -146,6 +146,15 @@ def _short(value: Any) -> str:
 MAX_DEPTH = 32
 
 
+def check_text(text: str, what: str) -> str:
+    """``text`` if it is valid Unicode (no lone surrogates, which no file can hold)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} holds text that is not valid Unicode") from None
+    return text
+
+
 def check_plain(value: Any, what: str) -> None:
     """ValueError unless ``value`` is JSON-like data (dict with str keys, list, str, finite
     number, bool, None) nested at most MAX_DEPTH deep."""
@@ -158,7 +167,10 @@ def check_plain(value: Any, what: str) -> None:
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise ValueError(f"{what} has a key {_short(key)} that is not text")
+                check_text(key, what)
                 stack.append((child, depth + 1))
+        elif isinstance(item, str):
+            check_text(item, what)
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
         elif isinstance(item, float) and not math.isfinite(item):

@@ -16,7 +16,7 @@ from typing import Any
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.trace_model import (MAX_CYCLES, CounterSample, Flow, TraceModel, Track,
-                                    TrackSlice, check_plain, finite_number)
+                                    TrackSlice, check_plain, check_text, finite_number)
 
 METADATA_NAME = "dspsim"
 SEQUENCE_ID = 1
@@ -150,13 +150,22 @@ def proto_bytes(model: TraceModel) -> bytes:
 
 
 # ----------------------------------------------------------------------------- reading
+def _str(value: Any, what: str) -> str:
+    """A text field as read: proto2 hands back bytes for text that is not UTF-8."""
+    if not isinstance(value, str):
+        raise ValueError(f"{what} is not valid UTF-8 text")
+    return check_text(value, what)
+
+
 def _value(annotation) -> Any:
     which = annotation.WhichOneof("value")
     if annotation.dict_entries:
         return {entry.name: _value(entry) for entry in annotation.dict_entries}
     if annotation.array_values:
         return [_value(child) for child in annotation.array_values]
-    if which in ("bool_value", "uint_value", "int_value", "double_value", "string_value"):
+    if which == "string_value":
+        return _str(annotation.string_value, f"annotation {annotation.name!r:.40}")
+    if which in ("bool_value", "uint_value", "int_value", "double_value"):
         return getattr(annotation, which)
     if which == "legacy_json_value":
         try:
@@ -204,7 +213,10 @@ def _read(trace, pb) -> TraceModel:
         elif packet.HasField("chrome_events"):
             for entry in packet.chrome_events.metadata:
                 if entry.name == METADATA_NAME:
-                    metadata = json.loads(entry.json_value)
+                    try:
+                        metadata = json.loads(_str(entry.json_value, "its metadata"))
+                    except json.JSONDecodeError as exc:
+                        raise ValueError(f"its metadata is not JSON ({exc})") from None
                     if not isinstance(metadata, dict):
                         raise ValueError("its metadata is not an object")
                     check_plain(metadata, "metadata")
@@ -221,10 +233,12 @@ def _read(trace, pb) -> TraceModel:
     track_of: dict[int, int] = {}
     for uuid in leaves:
         descriptor = descriptors[uuid]
-        group = descriptors[root_of[uuid]].name if root_of[uuid] != uuid else descriptor.name
+        name = _str(descriptor.name, f"the name of track {uuid}")
+        group = (_str(descriptors[root_of[uuid]].name, f"the name of track {root_of[uuid]}")
+                 if root_of[uuid] != uuid else name)
         kind = "counter" if descriptor.HasField("counter") else "slices"
-        track_of[uuid] = model.add_track(Track(group, descriptor.name, kind,
-                                               descriptor.counter.unit_name))
+        track_of[uuid] = model.add_track(Track(group, name, kind, _str(
+            descriptor.counter.unit_name, f"the unit of track {uuid}")))
 
     type_ = pb.TrackEvent.Type
     open_slices: dict[int, list] = {}
@@ -242,9 +256,13 @@ def _read(trace, pb) -> TraceModel:
             model.samples.append(CounterSample(track, at, finite_number(
                 value, "a counter value", -MAX_CYCLES)))
         elif event.type in (type_.Value("TYPE_SLICE_BEGIN"), type_.Value("TYPE_INSTANT")):
-            args = {a.name: _value(a) for a in event.debug_annotations}
-            check_plain(args, f"slice {event.name!r} args")
-            begun = (event.name, event.categories[0] if event.categories else "", at, args,
+            name = _str(event.name, f"a slice name at {time}")
+            args = {_str(a.name, f"an annotation name of {name!r:.40}"): _value(a)
+                    for a in event.debug_annotations}
+            check_plain(args, f"slice {name!r:.40} args")
+            category = _str(event.categories[0], f"the category of {name!r:.40}") \
+                if event.categories else ""
+            begun = (name, category, at, args,
                      list(event.flow_ids), list(event.terminating_flow_ids))
             if event.type == type_.Value("TYPE_INSTANT"):
                 _close(model, track, begun, at, flows_out, flows_in)
