@@ -38,7 +38,8 @@ def add_trace(sub) -> None:
     pl.add_argument("-o", "--output", default=None, metavar="PNG",
                     help="image to write (default: the trace's path with .png)")
     pl.add_argument("--collapse", action="store_true",
-                    help="draw cores whose tracks are identical once (as 'cores 0-7')")
+                    help="draw cores that do the same work at the same cycles (within 0.5%% "
+                    "of the call) once, as 'cores 0-7'")
     pl.add_argument("--json", action="store_true", help="print what was written as JSON")
     pl.set_defaults(output_handler=cmd_plot)
 

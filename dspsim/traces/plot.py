@@ -37,32 +37,66 @@ def core_list(cores: list[int]) -> str:
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
+#: Cores whose slices start and last within this share of the call of each other's are
+#: drawn once by ``--collapse``.
+ALIKE_SHARE = 0.005
+
+
+def _alike(a: dict, b: dict, tolerance: float) -> bool:
+    """Whether two cores' tracks hold the same slices at (nearly) the same cycles."""
+    if a.keys() != b.keys():
+        return False
+    for thread, slices in a.items():
+        other = b[thread]
+        if len(slices) != len(other):
+            return False
+        for (name, start, cycles), (name_b, start_b, cycles_b) in zip(slices, other):
+            if abs(start - start_b) > tolerance or abs(cycles - cycles_b) > tolerance:
+                return False
+    return True
+
+
 def chart_rows(trace, collapse: bool = False) -> list[Row]:
     """The rows with at least one slice, the call's first, then each core's engines.
 
-    With ``collapse``, cores whose tracks hold the same slices at the same cycles share
-    one set of rows (named ``cores 0-3``).
+    With ``collapse``, cores whose tracks hold as many slices, each starting and lasting
+    within ALIKE_SHARE of the call of the other core's, share one set of rows (named
+    ``cores 0-3``, drawn from the first of them).
     """
-    tracks: dict[tuple, list[tuple[float, float]]] = {}
+    tracks: dict[tuple, list[tuple[str, float, float]]] = {}
     for s in trace.slices:
-        tracks.setdefault((s.core, s.thread), []).append((s.start, s.cycles))
-    call = [Row([], thread, bars) for (core, thread), bars in tracks.items() if core is None]
+        tracks.setdefault((s.core, s.thread), []).append((s.name, s.start, s.cycles))
+    call = [Row([], thread, [(a, c) for _, a, c in sorted(bars, key=lambda b: b[1])])
+            for (core, thread), bars in tracks.items() if core is None]
     per_core: dict[int, dict[str, list]] = {}
     for (core, thread), bars in tracks.items():
         if core is not None:
-            per_core.setdefault(core, {})[thread] = sorted(bars)
+            per_core.setdefault(core, {})[thread] = sorted(bars, key=lambda b: b[1])
+    tolerance = max(1.0, ALIKE_SHARE * float(trace.total_cycles))
     groups: list[tuple[list[int], dict]] = []
     for core in sorted(per_core):
         shape = per_core[core]
-        same = next((g for g in groups if collapse and g[1] == shape), None)
+        same = next((g for g in groups if collapse and _alike(g[1], shape, tolerance)), None)
         if same:
             same[0].append(core)
         else:
             groups.append(([core], shape))
     rows = call
     for cores, shape in groups:
-        rows += [Row(cores, thread, shape[thread]) for thread in sorted(shape, key=_thread_rank)]
+        rows += [Row(cores, thread, [(a, c) for _, a, c in shape[thread]])
+                 for thread in sorted(shape, key=_thread_rank)]
     return rows
+
+
+def legend_entries(rows: list[Row]) -> list[tuple[str, str]]:
+    """(label, colour) of each engine that has a row, in the usual order; engines without
+    a colour of their own share one entry."""
+    present = list(dict.fromkeys(row.engine for row in rows))
+    entries = [(e, ENGINE_COLORS[e]) for e in ENGINE_COLORS if e in present]
+    others = [e for e in present if e not in ENGINE_COLORS]
+    if others:
+        entries.append((", ".join(others)[:40], OTHER_COLOR))
+    return entries
 
 
 def _label(row: Row) -> str:
@@ -108,12 +142,7 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
             tick.set_fontweight("bold")
     gantt.set_ylim(len(rows) - 0.5, -0.5)
     gantt.grid(True, axis="x", alpha=0.3)
-    present = list(dict.fromkeys(row.engine for row in rows))
-    legend = [e for e in ENGINE_COLORS if e in present]
-    others = [e for e in present if e not in ENGINE_COLORS]
-    handles = [Patch(color=ENGINE_COLORS[e], label=e) for e in legend]
-    if others:
-        handles.append(Patch(color=OTHER_COLOR, label=", ".join(others)[:40]))
+    handles = [Patch(color=color, label=label) for label, color in legend_entries(rows)]
     if handles:
         gantt.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0),
                      fontsize=8)
