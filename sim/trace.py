@@ -24,9 +24,10 @@ from dspsim.sim.machine import CALL_TRACK, Timing
 from dspsim.sim.trace_file import (PROTOBUF_SUFFIXES, check_target, read_bytes, trace_format,
                                    write_atomically)
 from dspsim.sim.trace_json import (chrome_from_model, micro as _micro, model_from_chrome,
-                                   parse_json, trace_bytes, validate_trace)
+                                   parse_json, trace_bytes)
 from dspsim.sim.trace_model import CounterSample, TraceModel, TrackSlice
 from dspsim.sim.trace_proto import is_protobuf, model_from_proto, proto_bytes
+from dspsim.sim.trace_validate import validate_trace
 
 __all__ = ["CALL_PID", "PROTOBUF_SUFFIXES", "TIME_UNIT_NOTE", "TraceModel", "build_trace",
            "check_target", "core_pid", "encode_trace", "load_trace", "model_from_timing",

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -22,7 +21,9 @@ from dspsim.traces.compare import compare
 from dspsim.traces.plot import plot_trace
 from dspsim.traces.view import read_trace, summarize
 
-FUZZ = settings(max_examples=int(os.environ.get("FUZZ_N", 60)), derandomize=not os.environ.get("FUZZ_N"), deadline=None,
+#: FUZZ_N=3000 runs a longer, random search instead of the suite's fixed 60 examples
+FUZZ = settings(max_examples=int(os.environ.get("FUZZ_N", 60)),
+                derandomize=not os.environ.get("FUZZ_N"), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 
