@@ -13,7 +13,9 @@ import numpy as np
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.machine import ENGINES, Timing
-from dspsim.sim.trace import TraceModel, chrome_from_model, encode_trace, model_from_timing, write_trace
+from dspsim.sim.trace import (TraceModel, chrome_from_model, encode_trace, model_from_timing,
+                              write_trace)
+from dspsim.sim.trace_file import writer_alive
 
 #: the files a saved run holds (see RunResult.save)
 SAVED_FILES = {"result": "result.json", "trace": "trace.pftrace", "chip": "chip.yaml"}
@@ -244,10 +246,11 @@ def write_folder(folder: str, files: dict[str, bytes]) -> dict[str, str]:
     folder = os.path.abspath(folder)
     check_folder(folder, tuple(files) + FORMER_FILES)
     parent = os.path.dirname(folder)
-    staging = os.path.join(parent, f".{os.path.basename(folder)[:100]}.saving-"
-                                   f"{secrets.token_hex(4)}")
+    prefix = f".{os.path.basename(folder)[:100]}.saving-"
+    staging = os.path.join(parent, f"{prefix}{os.getpid()}-{secrets.token_hex(4)}")
     try:
         os.makedirs(parent, exist_ok=True)
+        _remove_abandoned_staging(parent, prefix)
         os.mkdir(staging)
         for name, data in files.items():
             with open(os.path.join(staging, name), "wb") as handle:
@@ -286,6 +289,16 @@ def check_folder(folder: str, names=tuple(SAVED_FILES.values()) + FORMER_FILES) 
         raise ArgumentError(f"cannot save to {folder}: it holds other files ({others[0]}"
                             f"{', ...' if len(others) > 1 else ''}); choose a new or empty "
                             f"folder")
+
+
+def _remove_abandoned_staging(parent: str, prefix: str) -> None:
+    """Remove the staging folders of earlier saves whose process was killed mid-save."""
+    for name in os.listdir(parent):
+        if not name.startswith(prefix):
+            continue
+        pid = name[len(prefix):].partition("-")[0]
+        if pid.isdigit() and not writer_alive(int(pid)):
+            _remove_tree(os.path.join(parent, name))
 
 
 def _remove_tree(path: str) -> None:

@@ -118,7 +118,7 @@ def remove_stale_temporaries(folder: str) -> list[str]:
             if not stat.S_ISREG(info.st_mode):
                 continue
             if match.group(1) is not None:
-                if _alive(int(match.group(1))):
+                if writer_alive(int(match.group(1))):
                     continue
             elif time.time() - info.st_mtime < STALE_SECONDS:
                 continue
@@ -129,7 +129,8 @@ def remove_stale_temporaries(folder: str) -> list[str]:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def writer_alive(pid: int) -> bool:
+    """Whether process ``pid`` may still be writing (when in doubt, yes)."""
     if pid == os.getpid():
         return True
     try:

@@ -163,3 +163,17 @@ def test_a_plot_cannot_replace_a_device_or_a_folder(tmp_path, result):
     one_line_error(cli("trace", "plot", path, "-o", tmp_path), "is a folder")
     one_line_error(cli("trace", "plot", path, "-o", os.devnull), "not a regular file")
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_a_save_killed_midway_leaves_staging_that_the_next_save_removes(tmp_path):
+    from dspsim.result import write_folder
+    folder = tmp_path / "run"
+    code = ("import os, signal\n"
+            "from dspsim.result import write_folder\n"
+            "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"
+            f"write_folder({str(folder)!r}, {{'result.json': b'x'}})\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert [n for n in os.listdir(tmp_path) if ".saving-" in n]
+    write_folder(str(folder), {"result.json": b"y"})
+    assert os.listdir(tmp_path) == ["run"] and (folder / "result.json").read_bytes() == b"y"
