@@ -44,6 +44,10 @@ def check_target(path: str | os.PathLike, what: str = "trace") -> str:
     shown = os.fspath(path)
     if not shown:
         raise ArgumentError(f"the {what} path is empty; give a file name")
+    if _through_proc(shown):
+        raise ArgumentError(f"cannot write the {what} to {shown}: it names an open file of a "
+                            f"process (such as standard output), which a whole-file write "
+                            f"cannot replace; give a file path")
     target = os.path.realpath(shown)
     try:
         info = os.stat(target)
@@ -70,6 +74,24 @@ def check_target(path: str | os.PathLike, what: str = "trace") -> str:
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise ArgumentError(f"cannot write the {what} to {shown}: {folder} is not a folder")
     return target
+
+
+def _through_proc(path: str) -> bool:
+    """Whether ``path`` leads, through symbolic links, into /proc (``/dev/stdout`` is
+    ``/proc/self/fd/1``): renaming over such a name would replace whatever file the stream
+    happens to be, or fail."""
+    current = os.path.abspath(path)
+    for _ in range(40):
+        if current == "/proc" or current.startswith("/proc/"):
+            return True
+        if not os.path.islink(current):
+            return os.path.realpath(current).startswith("/proc/")
+        try:
+            link = os.readlink(current)
+        except OSError:
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), link))
+    return True  # a loop of links: nothing to write to either
 
 
 def _name_max(folder: str) -> int:

@@ -68,6 +68,20 @@ def test_as_root_a_device_node_is_refused_and_stays_a_device(tmp_path, result):
     assert os.listdir(tmp_path) == ["full"]
 
 
+def test_standard_streams_are_refused_even_when_they_are_regular_files(tmp_path):
+    out = tmp_path / "out.txt"
+    with open(out, "w") as handle:  # stdout is a regular file: it must not be renamed over
+        proc = subprocess.run([sys.executable, "-m", "dspsim", "run", "fp_relu_grad_s",
+                               "--length", "64", "--trace", "/dev/stdout"], stdout=handle,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    assert proc.returncode == 2 and "names an open file of a process" in proc.stderr
+    assert out.read_text() == "" and os.listdir(tmp_path) == ["out.txt"]
+    link = tmp_path / "err.pftrace"
+    link.symlink_to("/dev/stderr")
+    with pytest.raises(ArgumentError, match="open file of a process"):
+        write_atomically(b"x", link)
+
+
 def test_a_link_to_a_regular_file_is_followed_not_replaced(tmp_path, result):
     real = tmp_path / "real.pftrace"
     real.write_bytes(b"old")
