@@ -207,3 +207,17 @@ def test_cli_summary_plot_and_compare(tmp_path):
 
     bad = run_cli("trace", "summary", str(tmp_path / "nope.json"))
     assert bad.returncode == 2 and "cannot read trace" in bad.stderr
+
+
+def test_summary_and_compare_fit_80_columns_without_cutting_a_number(tmp_path):
+    from terminal import dspsim_in_terminal
+    _, path = traced_run(tmp_path, length=2**16, core_mask=0xff)
+    data = json.loads(run_cli("trace", "summary", path, "--json").stdout)
+    status, text = dspsim_in_terminal("trace", "summary", path, columns=80)
+    assert status == 0 and "…" not in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    for core in data["cores"]:
+        for cycles in core["busy"].values():
+            assert f"{cycles:,.0f}" in text
+    status, text = dspsim_in_terminal("trace", "compare", path, path, columns=80)
+    assert status == 0 and "…" not in text
