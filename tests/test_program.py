@@ -128,6 +128,34 @@ def test_events_order_streams_and_numerics_flow_in_dependency_order(ft78ne):
     assert validate_trace(result.trace()) == []
 
 
+def test_program_traces_carry_flows_from_records_to_waits(ft78ne, tmp_path):
+    from dspsim.sim.trace import read_model
+    from dspsim.traces.read import read_trace
+    n = 4096
+    fill(ft78ne, DDR, n, 1)
+    fill(ft78ne, DDR + MIB, n, 2)
+    prog = ft78ne.program()
+    first, second = prog.stream("first"), prog.stream("second")
+    first.fp_gelu_grad_s(DDR, DDR + MIB, DDR + 2 * MIB, n, 0x0f)
+    second.wait(first.record())
+    second.fp_relu_grad_s(DDR + 2 * MIB, DDR + MIB, DDR + 3 * MIB, n, 0xf0)
+    first.fp_tanh_grad_s(DDR, DDR + MIB, DDR + 4 * MIB, n, 0x0f)
+    result = prog.run()
+    for name in ("program.json", "program.pftrace"):
+        path = result.write_trace(tmp_path / name)
+        model = read_model(path)
+        assert [(model.slices[f.source].name, model.tracks[model.slices[f.target].track].name)
+                for f in model.flows] == [("record e0", "stream second")]
+        trace = read_trace(path)
+        assert trace.total_cycles == result.timing.cycles
+        vector = [s for s in trace.slices if s.core == 0 and s.engine == "vector"]
+        assert len(vector) == sum(c.result.per_core[0].tiles for c in result.calls
+                                  if 0 in c.cores)  # tiles only, not the parent slices
+    parents = [e for e in result.trace()["traceEvents"]
+               if e.get("ph") == "X" and e["pid"] == 1 and e["args"].get("program_slice")]
+    assert {e["name"] for e in parents} == {"fp_gelu_grad_s", "fp_tanh_grad_s"}
+
+
 def test_overlapping_masks_on_concurrent_streams_wait_for_the_cores(ft78ne):
     n = 1 << 14
     ft78ne.zero(DDR, n, "fp32")

@@ -113,40 +113,33 @@ def build_program_trace(result: "ProgramResult") -> dict[str, Any]:
 def _flows(result: "ProgramResult", stream_tid: dict[str, int]) -> list[dict[str, Any]]:
     """A ``record`` slice where each event completed, a ``wait`` slice on each waiting
     stream from when it reached the wait until the event released it, and a flow arrow
-    from the record to the release."""
+    from the record to the release.
+
+    The record and wait slices sit on whole cycles, and each arrow's ends on those same
+    cycles, so that a reader binding an arrow to the slice enclosing its instant (as
+    Chrome and dspsim's own trace reader do) finds them.
+    """
     events: list[dict[str, Any]] = []
-    calls = {c.index: c for c in result.calls}
     flow_id = 0
     for event in result.events:
         if event.get("cycle") is None:
             continue
         tid = stream_tid[event["recorded_on"]]
-        cycle = event["cycle"]
+        recorded = round(event["cycle"])
         marker = {"event": event["event"], "program_slice": True}
-        events.append(_slice(f"record {event['event']}", cycle, cycle, PROGRAM_PID, tid,
+        events.append(_slice(f"record {event['event']}", recorded, recorded, PROGRAM_PID, tid,
                              "event", marker))
         for wait in event["waits"]:
             flow_id += 1
             waiting = stream_tid[wait["stream"]]
-            events.append(_slice(f"wait {event['event']}", wait["reached_cycle"],
-                                 wait["released_cycle"], PROGRAM_PID, waiting, "event",
-                                 {**marker, "releases_call": wait["call"]}))
+            reached = round(wait["reached_cycle"])
+            released = max(reached, round(wait["released_cycle"]))
+            events.append(_slice(f"wait {event['event']}", reached, released, PROGRAM_PID,
+                                 waiting, "event", {**marker, "releases_call": wait["call"]}))
             common = {"name": f"event {event['event']}", "cat": "event", "id": flow_id,
                       "pid": PROGRAM_PID}
-            # each end one cycle inside the slice it belongs to (the call or wait that the
-            # record follows; the call the wait released, or the wait), so that viewers
-            # binding a flow to the slice open at its instant find that one
-            released = round(wait["released_cycle"])
-            call = calls.get(wait["call"])
-            if call is not None and round(call.end_cycle) - round(call.start_cycle) >= 2:
-                arrive = round(call.start_cycle) + 1
-            elif released - round(wait["reached_cycle"]) >= 2:
-                arrive = released - 1
-            else:
-                arrive = released
-            events.append({**common, "ph": "s", "ts": _micro(max(round(cycle) - 1, 0)),
-                           "tid": tid})
-            events.append({**common, "ph": "f", "bp": "e", "ts": _micro(arrive),
+            events.append({**common, "ph": "s", "ts": _micro(recorded), "tid": tid})
+            events.append({**common, "ph": "f", "bp": "e", "ts": _micro(released),
                            "tid": waiting})
     return events
 
