@@ -53,7 +53,8 @@ def add_program(sub) -> None:
                    help="what an unordered pair of calls touching the same bytes is: an error "
                    "(default) or a warning in the report")
     p.add_argument("--trace", default=None, metavar="PATH",
-                   help="write the program's Chrome trace (open it in ui.perfetto.dev)")
+                   help="write the program's trace: Perfetto protobuf, or Chrome JSON for a "
+                   "name ending in .json (open it in ui.perfetto.dev)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(output_handler=cmd_program)
 

@@ -98,7 +98,8 @@ class ProgramResult:
         return build_program_trace(self)
 
     def write_trace(self, path) -> str:
-        """Write the program's Chrome trace to ``path`` atomically; returns the path."""
+        """Write the program's trace to ``path`` atomically: Perfetto protobuf, or Chrome
+        JSON for a name ending in ``.json``; returns the path."""
         from dspsim.sim.trace import write_trace
         return write_trace(self.trace(), path)
 
