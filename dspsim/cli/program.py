@@ -10,6 +10,7 @@ from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.machine import FIDELITIES
+from dspsim.sim.trace_file import check_target
 
 
 def cores_text(cores) -> str:
@@ -60,16 +61,13 @@ def add_program(sub) -> None:
 
 
 def cmd_program(args, out: Output) -> int:
-    if args.trace:
-        if os.path.isdir(args.trace) or (os.path.lexists(args.trace)
-                                         and not os.path.isfile(args.trace)):
-            raise ArgumentError(f"--trace {args.trace} is not a regular file path; give a "
-                                f"file path such as traces/program.json")
+    if args.trace is not None:
+        check_target(args.trace)  # a path that can never be the trace fails before running
     loaded = load_program(args.file, program_parameters(args.param))
     with out.progress("simulating"):
         result = loaded.run(numerics=not args.timing_only, fidelity=args.fidelity,
                             races=args.races)
-    if args.trace:
+    if args.trace is not None:
         result.write_trace(args.trace)
     if args.json:
         out.json({"file": args.file, "parameters": loaded.parameters,
