@@ -71,8 +71,8 @@ def test_plan_expands_stems_per_dtype_and_skips_what_a_chip_cannot_run():
 def test_core_counts_mean_the_lowest_cores_and_default_to_powers_of_two():
     masks = [r.core_mask for r in plan(small_spec(core_masks=None, core_counts=[1, 2, 4])).runs]
     assert masks == [0x1, 0x3, 0xf] * 2
-    assert masks_for(small_spec(core_masks=None), 8) == [0x1, 0x3, 0xf, 0xff]
-    assert masks_for(small_spec(core_masks=None), 6) == [0x1, 0x3, 0xf, 0x3f]
+    assert masks_for(small_spec(core_masks=None), 8) == ([0x1, 0x3, 0xf, 0xff], "")
+    assert masks_for(small_spec(core_masks=None), 6) == ([0x1, 0x3, 0xf, 0x3f], "")
 
 
 @pytest.mark.parametrize("changes, message", [

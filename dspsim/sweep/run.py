@@ -17,7 +17,8 @@ from dspsim.kernels.check import compare
 from dspsim.placement import c_arguments, place_operands
 from dspsim.sim.errors import DspSimError
 from dspsim.sim.machine import COMPUTE, LOAD, STORE
-from dspsim.sweep.plan import BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_params
+from dspsim.sweep.plan import (BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_overrides,
+                               format_params)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,8 @@ def result_row(run: RunSpec, result, check, baseline_cycles: int | None) -> dict
         "numerics_ok": check.ok if check else None,
         "max_rel_error": check.max_rel_error if check else None,
         "params": format_params(run.params),
-        "config_digest": run.chip.digest, "key": run.key,
+        "overrides": format_overrides(run.chip.overrides),
+        "config_digest": run.chip.digest, "base_digest": run.chip.base_digest or run.chip.digest,
+        "key": run.key,
     })
     return row

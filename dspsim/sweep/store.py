@@ -38,7 +38,7 @@ COLUMNS = (
     "vector_busy_share", "dma_in_busy_share", "dma_out_busy_share", "critical_core",
     "critical_finish_cycle", "tiles", "tile_elements", "lanes", "iteration_cycles",
     "clock_mhz", "fidelity", "numerics", "numerics_ok", "max_rel_error", "params", "warnings",
-    "scheduled_events", "host_seconds", "config_digest", "key",
+    "scheduled_events", "host_seconds", "overrides", "config_digest", "base_digest", "key",
 )
 
 JSONL, CSV, JSON, LOCK = "rows.jsonl", "rows.csv", "rows.json", ".lock"
