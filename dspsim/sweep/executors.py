@@ -12,7 +12,10 @@ is reported with the install command (``pip install 'dspsim[distributed]'``).
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import os
 import signal
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
 
@@ -56,10 +59,23 @@ class SerialExecutor(Executor):
             yield item, fn(item)
 
 
-def _ignore_interrupts() -> None:
+def _worker_setup() -> None:
+    """Prepare a worker process: ignore Ctrl-C, and end with the sweep that started it."""
     # Ctrl-C reaches the whole process group; the driver alone decides how to stop, so
     # workers must not die with their own KeyboardInterrupt tracebacks.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A worker holds both ends of its task queue, so a driver killed outright (SIGKILL,
+    # OOM killer) never shows up as end-of-file: the worker would wait for tasks forever.
+    # Watch the parent's sentinel instead and leave as soon as it is gone.
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True,
+                         name="dspsim-parent-watch").start()
+
+
+def _exit_with(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)  # the driver is gone: nobody will read this worker's results
 
 
 class ProcessExecutor(Executor):
@@ -78,7 +94,7 @@ class ProcessExecutor(Executor):
         self.description = f"{workers} local worker processes"
         self._pool = ProcessPoolExecutor(max_workers=workers,
                                          mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_ignore_interrupts)
+                                         initializer=_worker_setup)
 
     def map_unordered(self, fn, items):
         pending: dict[Future, Any] = {}
