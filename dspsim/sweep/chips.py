@@ -59,6 +59,7 @@ class ChipSpec:
     dtypes: tuple[str, ...]
     overrides: tuple[tuple[str, float], ...] = ()  # what-if changes to the chip as given
     base_digest: str = ""  # digest of the chip as given (equal to digest without overrides)
+    given: tuple[tuple[str, float], ...] = ()  # the chip's own values of the overridden keys
 
     @classmethod
     def load(cls, chip: str) -> "ChipSpec":
@@ -83,10 +84,12 @@ class ChipSpec:
         """This chip with numbers changed by key path, validated like a hand-edited file."""
         if not overrides:
             return self
-        changed = apply_overrides(self.raw(), dict(overrides), self.source)
-        variant = ChipSpec.from_raw(changed, self.source)
-        return replace(variant, source=self.source, overrides=tuple(overrides),
-                       base_digest=self.digest)
+        raw = self.raw()
+        given = tuple((key, numeric_value(raw, key, self.source)) for key, _ in overrides)
+        variant = ChipSpec.from_raw(apply_overrides(raw, dict(overrides), self.source),
+                                    self.source)
+        return replace(variant, overrides=tuple(overrides), base_digest=self.digest,
+                       given=given)
 
     def config(self) -> ChipConfig:
         return _config_from_text(self.text, self.source)

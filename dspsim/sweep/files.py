@@ -32,7 +32,8 @@ COLUMNS = (
     "vector_busy_share", "dma_in_busy_share", "dma_out_busy_share", "critical_core",
     "critical_finish_cycle", "tiles", "tile_elements", "lanes", "iteration_cycles",
     "clock_mhz", "fidelity", "numerics", "numerics_ok", "max_rel_error", "params", "warnings",
-    "scheduled_events", "host_seconds", "overrides", "config_digest", "base_digest", "key",
+    "scheduled_events", "host_seconds", "overrides", "given_values", "config_digest",
+    "base_digest", "key",
 )
 
 #: What a stored row must hold for resuming, speedups and plots to use it.
@@ -104,12 +105,14 @@ def csv_text(rows: Iterable[dict[str, Any]], header: bool) -> str:
     return buffer.getvalue()
 
 
-def append_durably(path: str, data: bytes) -> int:
-    """Append ``data`` to ``path`` and fsync; returns the file's size before.
+def append_whole(path: str, data: bytes, sync: bool) -> int:
+    """Append ``data`` to ``path`` (and fsync it if ``sync``); returns the file's size before.
 
-    One write() of the whole line on an O_APPEND descriptor: a killed process leaves the
-    whole line or none of it. A short write or an error (no space left, a file-size
-    limit) cuts the file back to its size before, so no half line is ever left behind.
+    One write() of the whole line on an O_APPEND descriptor: once it returns, the line is
+    the kernel's, so a killed process leaves the whole line or none of it (only a crash
+    of the machine loses what was not yet fsynced). A short write or an error (no space
+    left, a file-size limit) cuts the file back to its size before, so no half line is
+    ever left behind.
     """
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -119,12 +122,22 @@ def append_durably(path: str, data: bytes) -> int:
             if written != len(data):
                 raise OSError(27, f"only {written} of {len(data)} bytes could be written "
                                   f"(no space left, or a file-size limit)")
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         except OSError:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, before)
             raise
         return before
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: str) -> None:
+    """Flush a file's appended lines to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -126,6 +126,7 @@ def result_row(run: RunSpec, result, check, baseline_cycles: int | None) -> dict
         "max_rel_error": check.max_rel_error if check else None,
         "params": format_params(run.params),
         "overrides": format_overrides(run.chip.overrides),
+        "given_values": format_overrides(run.chip.given),
         "config_digest": run.chip.digest, "base_digest": run.chip.base_digest or run.chip.digest,
         "key": run.key,
     })
