@@ -15,7 +15,7 @@ import dspsim
 from dspsim.sweep import driver as sweep
 from dspsim.sweep.executors import DaskExecutor, ProcessExecutor, SerialExecutor, make_executor
 from dspsim.placement import place_operands
-from dspsim.plots import write_sweep_plots
+from dspsim.sweep.scaling_plot import write_sweep_plots
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sweep import SweepSpec, plan, run_sweep
 from dspsim.sweep.plan import masks_for

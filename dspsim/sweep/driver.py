@@ -99,6 +99,7 @@ def row_group(row: dict[str, Any]) -> tuple:
 
 
 def rows_for_plots(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows sorted for display: chip, operator, dtype, length, cores, mask."""
-    return sorted(rows, key=lambda r: (r["chip"], r["operator"], r["dtype"], r["length"],
-                                       r["cores"], r["core_mask"]))
+    """Rows sorted for display: chip (as given before its what-if variants), operator,
+    dtype, length, cores, mask."""
+    return sorted(rows, key=lambda r: (r["chip"], r.get("overrides") or "", r["operator"],
+                                       r["dtype"], r["length"], r["cores"], r["core_mask"]))
