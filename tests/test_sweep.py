@@ -16,6 +16,7 @@ from dspsim.sweep import driver as sweep
 from dspsim.sweep.executors import DaskExecutor, ProcessExecutor, SerialExecutor, make_executor
 from dspsim.placement import place_operands
 from dspsim.sweep.scaling_plot import write_sweep_plots
+from dspsim.sim.config import resolve_chip_path
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sweep import SweepSpec, plan, run_sweep
 from dspsim.sweep.plan import masks_for
@@ -334,3 +335,30 @@ def test_a_bad_sweep_request_fails_before_making_its_folder(tmp_path):
         assert proc.returncode == 2 and "error:" in proc.stderr
         assert "Traceback" not in proc.stderr and "sweep ━" not in proc.stdout
         assert not (tmp_path / "s").exists()
+
+
+def test_figures_of_an_older_chip_description_are_named_so_never_left_stale(tmp_path):
+    with open(resolve_chip_path("mt7004"), encoding="utf-8") as handle:
+        text = handle.read()
+    chip = tmp_path / "mine.yaml"
+    chip.write_text(text)
+    out = str(tmp_path / "study")
+    args = ("sweep", "--ops", "relu_grad", "--chips", str(chip), "--lengths", "2^12,2^13",
+            "--cores", "1,2", "--timing-only", "--out", out)
+    assert run_cli(*args).returncode == 0
+    first = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+    assert first == ["bandwidth-mt7004.png", "speedup-mt7004.png", "time-mt7004.png"]
+    old_digest = csv_rows(out)[0]["config_digest"]
+    chip.write_text(text.replace("setup_cycles: 150", "setup_cycles: 300"))
+    assert run_cli(*args).returncode == 0
+    second = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+    assert second == sorted(first + [f"{kind}-mt7004-older-{old_digest[:8]}.png"
+                                     for kind in ("bandwidth", "speedup", "time")])
+    newest = {r["config_digest"] for r in csv_rows(out)} - {old_digest}
+    assert len(newest) == 1
+    # the plain names now show the new description; a third sweep of the old one swaps them
+    chip.write_text(text)
+    assert run_cli(*args).returncode == 0
+    third = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+    assert f"speedup-mt7004-older-{newest.pop()[:8]}.png" in third
+    assert f"speedup-mt7004-older-{old_digest[:8]}.png" not in third

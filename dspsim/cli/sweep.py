@@ -22,7 +22,7 @@ from dspsim.sim.overrides import parse_set
 from dspsim.sweep import SweepSpec, elasticities, rows_for_plots, run_sweep, whatif_points
 from dspsim.sweep.executors import make_executor
 from dspsim.sweep.plan import Plan, plan
-from dspsim.sweep.scaling_plot import write_sweep_plots
+from dspsim.sweep.scaling_plot import forget_stale_plots, write_sweep_plots
 from dspsim.sweep.store import CSV, JSON, JSONL, RowStore, atomic_write
 from dspsim.sweep.whatif_plot import write_whatif_plots
 
@@ -175,6 +175,7 @@ def cmd_sweep(args, out: Output) -> int:
         current = {r.chip.digest for r in the_plan.runs if not r.chip.overrides}
         files += write_sweep_plots(rows_for_plots(every_row), folder, order, current)
         files += write_whatif_plots(points, folder, order)
+        forget_stale_plots(folder, [f for f in files if f.endswith(".png")])
     failed = [r for r in rows if r.get("numerics_ok") is False]
     if args.json:
         out.json({"folder": folder, "planned": outcome.planned, "ran": outcome.ran,

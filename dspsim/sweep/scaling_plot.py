@@ -216,7 +216,7 @@ def plot_time(rows: list[Row], path: str, operators: list[str] | None = None,
 PLOT_MANIFEST = ".plots.json"
 
 
-def _forget_old_plots(folder: str, keep: list[str]) -> None:
+def forget_stale_plots(folder: str, keep: list[str]) -> None:
     """Remove figures an earlier drawing wrote that this one did not redraw, so that no
     figure of rows since superseded stays beside the new ones."""
     manifest = os.path.join(folder, PLOT_MANIFEST)
@@ -245,8 +245,8 @@ def write_sweep_plots(rows: Iterable[Row], folder: str, operators: list[str] | N
     same chip (an edited file) get figures named and titled with that description's
     digest. What-if variants (rows with overrides) are drawn by the what-if figures
     instead. The time figure needs two lengths or more; the speedup and bandwidth
-    figures, two core counts or more. Figures an earlier call wrote and this one did not
-    are removed.
+    figures, two core counts or more. (:func:`forget_stale_plots` then removes what an
+    earlier drawing wrote and this one did not.)
     """
     plt = pyplot()
     current = set(current or ())
