@@ -273,7 +273,9 @@ def test_dask_local_cluster_gives_the_same_rows(tmp_path):
             distributed.Client(cluster) as client:
         executor = DaskExecutor(client=client)
         assert "Dask cluster" in executor.description
-        _, on_dask = sweep_into(tmp_path / "dask", small_spec(), executor)
+        outcome, on_dask = sweep_into(tmp_path / "dask", small_spec(), executor)
+    # two threads share one interpreter lock: the sweep says how to start workers instead
+    assert any("--nthreads 1" in note for note in outcome.notes)
     assert {k: r["cycles"] for k, r in on_dask.items()} == \
         {k: r["cycles"] for k, r in serial.items()}
 

@@ -50,7 +50,7 @@ def run_sweep(the_plan: Plan, store: RowStore, executor: Executor, *,
     after each is stored (notes from refused runs pass ``{}``). Exceptions other than
     the chip refusing a run stop the sweep; rows stored until then stay.
     """
-    notes = list(the_plan.notes)
+    notes = list(the_plan.notes) + list(executor.notes)
     if store.repaired_bytes:
         notes.append(f"cut a torn last line ({store.repaired_bytes} bytes) off rows.jsonl; "
                      f"that run is done again")

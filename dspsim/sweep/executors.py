@@ -29,6 +29,8 @@ class Executor:
 
     #: One line saying where tasks run, for the progress display.
     description = "executor"
+    #: What the user should know about where the tasks run (the sweep reports them).
+    notes: tuple[str, ...] = ()
 
     def map_unordered(self, fn: Callable[[Any], Any], items: Iterable[Any]
                       ) -> Iterator[tuple[Any, Any]]:
@@ -143,8 +145,9 @@ class DaskExecutor(Executor):
                     f"address") from None
         self.client = client
         self._distributed = distributed
-        workers = len(client.scheduler_info().get("workers", {}))
-        self.description = f"Dask cluster at {client.scheduler.address} ({workers} workers)"
+        workers = client.scheduler_info().get("workers", {})
+        self.description = f"Dask cluster at {client.scheduler.address} ({len(workers)} workers)"
+        self.notes = threads_note(workers)
 
     def map_unordered(self, fn, items):
         futures = {}
@@ -162,6 +165,18 @@ class DaskExecutor(Executor):
     def close(self) -> None:
         if self._owns_client:
             self.client.close()
+
+
+def threads_note(workers: dict) -> tuple[str, ...]:
+    """A note when Dask workers run several threads: a run is mostly Python (the SimPy
+    timing model), so threads of one worker take turns on its interpreter lock and each
+    run takes up to that many times as long as in a process of its own."""
+    threads = max((int(w.get("nthreads", 1)) for w in workers.values()), default=1)
+    if threads <= 1:
+        return ()
+    return (f"the Dask workers run up to {threads} threads each; runs in one worker share its "
+            f"Python interpreter lock, so each takes up to {threads}x as long: start workers "
+            f"with one thread each (dask worker ADDRESS --nworkers N --nthreads 1)",)
 
 
 def import_distributed():
