@@ -185,7 +185,7 @@ def cmd_sweep(args, out: Output) -> int:
         return 1 if failed else 0
     render_rows(rows, out)
     if sensitivity:
-        render_sensitivity(sensitivity, out)
+        render_sensitivity(sensitivity, out, list(spec.chip_sets))
     out.line(f"{outcome.ran} runs done, {outcome.already_done} already in {folder} "
              f"(of {outcome.planned} planned)")
     for note in outcome.notes:
@@ -249,9 +249,11 @@ def short_keys(keys: list[str]) -> dict[str, str]:
     return names
 
 
-def render_sensitivity(found, out: Output) -> None:
-    """Elasticities as a table: one row per chip, operator and length, one column per key."""
-    keys = list(dict.fromkeys(e.key for e in found))
+def render_sensitivity(found, out: Output, order: list[str] | None = None) -> None:
+    """Elasticities as a table: one row per chip, operator and length, one column per key
+    (in ``order``, the order of the --set options)."""
+    keys = list(dict.fromkeys([k for k in order or [] if any(e.key == k for e in found)]
+                              + [e.key for e in found]))
     names = short_keys(keys)
     table: dict[tuple, dict[str, object]] = {}
     for e in found:
