@@ -63,7 +63,7 @@ def _core_axis(ax, counts: list[int]) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _label_ceilings(ax, ceilings: list[tuple[float, object, str]], top: float) -> None:
+def _label_ceilings(ax, ceilings: list[tuple[float, object, int]], top: float) -> None:
     """Draw each ceiling once and label it at the right edge of the panel; ceilings closer
     than a label's height (4% of the axis) coincide on the page and are drawn as one."""
     merged: list[list] = []
@@ -79,7 +79,8 @@ def _label_ceilings(ax, ceilings: list[tuple[float, object, str]], top: float) -
         color = color if len(lengths) == 1 else "dimgrey"
         ax.axhline((low + high) / 2, color=color, ls=":", lw=1.6)
         amount = f"{low:.2f}×" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{high:.2f}×"
-        ax.annotate(f"DDR ceiling {amount} (n = {', '.join(lengths)})",
+        which = ", ".join(_short_length(n) for n in sorted(lengths))
+        ax.annotate(f"DDR ceiling {amount} (n = {which})",
                     xy=(1.0, (low + high) / 2), xycoords=("axes fraction", "data"),
                     xytext=(-3, 2), textcoords="offset points", ha="right", va="bottom",
                     fontsize=7, color=color)
@@ -123,7 +124,7 @@ def plot_speedup(rows: list[Row], path: str, operators: list[str] | None = None,
             ceiling = next((r["speedup_ddr_ceiling"] for r in points
                             if r.get("speedup_ddr_ceiling")), None)
             if ceiling:
-                ceilings.append((ceiling, color, _short_length(length)))
+                ceilings.append((ceiling, color, length))
         top = highest * 1.25
         nearby = [c for c, _, _ in ceilings if c <= top * 1.2]
         top = max([top] + [c * 1.12 for c in nearby])
