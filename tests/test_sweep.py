@@ -14,7 +14,7 @@ import pytest
 import dspsim
 from dspsim.sweep import driver as sweep
 from dspsim.sweep.executors import DaskExecutor, ProcessExecutor, SerialExecutor, make_executor
-from dspsim.placement import place_operands
+from dspsim.placement import c_arguments, place_operands
 from dspsim.sweep.scaling_plot import write_sweep_plots
 from dspsim.sim.config import resolve_chip_path
 from dspsim.sim.errors import ArgumentError, ConfigError
@@ -364,3 +364,27 @@ def test_figures_of_an_older_chip_description_are_named_so_never_left_stale(tmp_
     third = sorted(f for f in os.listdir(out) if f.endswith(".png"))
     assert f"speedup-mt7004-older-{newest.pop()[:8]}.png" in third
     assert f"speedup-mt7004-older-{old_digest[:8]}.png" not in third
+
+
+def test_operators_sharing_a_timing_give_the_rows_of_their_own_calls(tmp_path):
+    # most two-input gradients cost the same per vector: a sweep simulates them once,
+    # and each row must still be exactly what its own call gives
+    spec = small_spec(operators=["all"], chips=["ft78ne", "mt7004"], lengths=[3000],
+                      core_masks=[0x3])
+    _, rows = sweep_into(tmp_path, spec)
+    assert len(rows) == 64  # and their one-core baselines
+    chips = {name: dspsim.Chip(name) for name in ("ft78ne", "mt7004")}
+    skip = {"host_seconds", "key", "config_digest", "base_digest", "overrides", "given_values",
+            "baseline_cycles", "speedup", "parallel_efficiency", "speedup_ddr_ceiling"}
+    for row in rows.values():
+        chip = chips[row["chip"].lower()]
+        cname = chip.resolve(row["operator"])
+        addresses = place_operands(chip.config, cname, 3000)
+        for operand in cname.operator.inputs:
+            chip.zero(addresses[operand], 3000, cname.dtype.numpy)
+        args = c_arguments(cname.operator, addresses, 3000, {})
+        direct = chip.call(row["operator"], *args, core_mask=row["core_mask"],
+                           numerics=False).to_row()
+        for column, value in direct.items():
+            if column not in skip:
+                assert row[column] == value, (row["operator"], column)
