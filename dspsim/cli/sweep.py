@@ -180,7 +180,8 @@ def cmd_sweep(args, out: Output) -> int:
     if args.json:
         out.json({"folder": folder, "planned": outcome.planned, "ran": outcome.ran,
                   "already_done": outcome.already_done, "notes": outcome.notes,
-                  "files": files, "rows": rows,
+                  "files": files, "plots": [f for f in files if f.endswith(".png")],
+                  "rows": rows_for_plots(rows),
                   "sensitivity": [e.to_dict() for e in sensitivity]})
         return 1 if failed else 0
     render_rows(rows, out)
