@@ -161,3 +161,13 @@ def test_cli_refuses_bad_sets_in_one_line(tmp_path, bad, message):
                    "--out", str(tmp_path / "s"), *bad)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "s").exists()
+
+
+def test_a_key_only_one_chip_has_leaves_the_other_as_given():
+    key = "dma.controllers.0.count"  # FT78NE describes an EDMA3 pool, MT7004 per-core engines
+    the_plan = plan(spec(chips=["ft78ne", "mt7004"], chip_sets={key: [1]}))
+    variants = {(r.chip.name, r.chip.overrides) for r in the_plan.runs}
+    assert variants == {("FT78NE", ()), ("FT78NE", ((key, 1),)), ("MT7004", ())}
+    assert any(n.startswith("MT7004: runs only as given") for n in the_plan.notes)
+    with pytest.raises(ConfigError, match="no 'controllers'"):
+        plan(spec(chips=["mt7004"], chip_sets={key: [1]}))

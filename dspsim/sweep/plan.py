@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from dspsim import kernels
-from dspsim.sim.errors import ArgumentError
+from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.machine import FIDELITIES
 from dspsim.sim.overrides import split_key
 from dspsim.sweep.chips import (ChipSpec, chip_label, chip_variants, format_overrides,
@@ -186,10 +186,20 @@ def plan(spec: SweepSpec) -> Plan:
     _check_spec(spec)
     chips: list[ChipSpec] = []
     notes: list[str] = []
-    for chip in unique_chips(spec.chips):
-        variants, refused = chip_variants(chip, spec.chip_sets)
+    lacking: list[ConfigError] = []
+    given = unique_chips(spec.chips)
+    for chip in given:
+        try:
+            variants, refused = chip_variants(chip, spec.chip_sets)
+        except ConfigError as exc:
+            # a key another chip of the sweep has (FT78NE's dma.controllers, say): this chip
+            # runs as given; a key no chip has is a typo and stops the sweep
+            lacking.append(exc)
+            variants, refused = [chip], [f"{chip.name}: runs only as given: {exc}"]
         chips.extend(variants)
         notes.extend(refused)
+    if lacking and len(lacking) == len(given):
+        raise lacking[0]
     runs: list[RunSpec] = []
     used_params: set[str] = set()
     skipped_masks: dict[str, list[str]] = {}
