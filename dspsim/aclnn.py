@@ -2,27 +2,31 @@
 
 The operator library's reference pages describe ``aclnnSwishBackward`` and
 ``aclnnLeakyRelu`` / ``aclnnInplaceLeakyRelu`` as two-phase calls: ``...GetWorkspaceSize``
-checks the tensors and builds an executor, then the execute call runs it on a stream. Here
-numpy arrays play the tensors (the output tensor is written in place), a :class:`Stream`
-binds a chip and a core mask, and execution runs the matching shared-storage kernel
-(``{fp|hp|bf}_swish_grad_s``, ``{fp|hp|bf}_l_relu_s``) on the chip, so it costs exactly the
-cycles, and writes the trace, that the DSP-style call does::
+checks the tensors and builds an executor, then the execute call enqueues it on a stream.
+Here numpy arrays play the tensors (the output tensor is written in place), a
+:class:`~dspsim.aclrt.Stream` binds a chip and a core mask, and synchronising runs what was
+enqueued as one program (:mod:`dspsim.aclrt`: streams, events, synchronisation). Each
+kernel is the matching shared-storage kernel (``{fp|hp|bf}_swish_grad_s``,
+``{fp|hp|bf}_l_relu_s``), so a kernel alone costs exactly the cycles, and writes the trace,
+that the DSP-style call does::
 
     stream = Stream("mt7004", core_mask=0xF)
     status, workspace_size, executor = aclnnSwishBackwardGetWorkspaceSize(
         grad_output, x, None, grad_input)          # beta None means 1.0
-    status = aclnnSwishBackward(None, workspace_size, executor, stream)
+    status = aclnnSwishBackward(None, workspace_size, executor, stream)   # enqueued
+    status = aclrtSynchronizeStream(stream)        # runs; grad_input now holds the result
     stream.last_result.cycles                      # the RunResult of the kernel
 
 C out-parameters become return values: ``...GetWorkspaceSize`` returns
 ``(status, workspace_size, executor)``. Status codes are CANN's; when one is not
 ``ACLNN_SUCCESS``, :func:`aclGetRecentErrMsg` says why. CANN checks the device's dtypes
 when the executor is built; here the device is the stream's chip, so a dtype the chip
-lacks is reported by the execute call.
+lacks is reported by the execute call. The runtime's names (``Stream``,
+``aclrtCreateEvent``, ``aclrtRecordEvent``, ``aclrtStreamWaitEvent``,
+``aclrtSynchronizeStream``) are available here too.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,58 +34,18 @@ import ml_dtypes
 import numpy as np
 
 from dspsim import kernels
-from dspsim.chip import Chip
-from dspsim.placement import c_arguments, place_operands
+from dspsim.aclrt import (ACL_SUCCESS, ACLNN_ERR_PARAM_INVALID,  # noqa: F401 - re-exported
+                          ACLNN_ERR_PARAM_NULLPTR, ACLNN_SUCCESS, Event, Stream,
+                          aclGetRecentErrMsg, aclrtCreateEvent, aclrtRecordEvent,
+                          aclrtStreamWaitEvent, aclrtSynchronizeStream, fail)
 from dspsim.result import RunResult
-from dspsim.sim.errors import ArgumentError, DspSimError
-
-ACLNN_SUCCESS = 0
-ACLNN_ERR_PARAM_NULLPTR = 161001
-ACLNN_ERR_PARAM_INVALID = 161002
+from dspsim.sim.errors import DspSimError
 
 #: numpy element types of the tensors, by the library's dtype names
 TENSOR_DTYPES = {np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16",
                  np.dtype(ml_dtypes.bfloat16): "bf16"}
 
-_errors = threading.local()
-
-
-def aclGetRecentErrMsg() -> str:
-    """The message of the most recent failed call on this thread ("" if none)."""
-    return getattr(_errors, "message", "")
-
-
-def _fail(status: int, message: str) -> int:
-    _errors.message = message
-    return status
-
-
-class Stream:
-    """Where executors run: a simulated chip and the core mask of its shared-storage calls.
-
-    Every execution's :class:`~dspsim.result.RunResult` is kept in ``results``; the most
-    recent one is ``last_result``.
-    """
-
-    def __init__(self, chip: Chip | str = "mt7004", core_mask: int | None = None) -> None:
-        self.chip = chip if isinstance(chip, Chip) else Chip(chip)
-        cores = self.chip.config.cores
-        if core_mask is not None and (isinstance(core_mask, bool)
-                                      or not isinstance(core_mask, (int, np.integer))
-                                      or not int(core_mask) & ((1 << cores) - 1)):
-            raise ArgumentError(f"Stream: core_mask={core_mask!r} selects no core of "
-                                f"{self.chip.name}, which has {cores} cores (all cores: "
-                                f"{(1 << cores) - 1:#x}, or None)")
-        self.core_mask = core_mask
-        self.results: list[RunResult] = []
-
-    def __repr__(self) -> str:
-        mask = "all cores" if self.core_mask is None else f"core_mask={self.core_mask:#x}"
-        return f"Stream({self.chip.name}, {mask})"
-
-    @property
-    def last_result(self) -> RunResult | None:
-        return self.results[-1] if self.results else None
+_fail = fail
 
 
 @dataclass
@@ -207,36 +171,14 @@ def _run(workspace, workspace_size: int, executor: Executor | None, stream: Stre
     except _Invalid as exc:
         return _fail(exc.status, f"{api}: {exc}")
     try:
-        result = _run_kernel(chip, executor, stream.core_mask)
+        cname = chip.resolve(executor.c_name)
+        stream.enqueue(cname, executor.inputs, executor.output, executor.params,
+                       in_place=executor.in_place,
+                       on_result=lambda result: setattr(executor, "result", result))
     except DspSimError as exc:
         return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: {exc}")
-    executor.ran, executor.result = True, result
-    stream.results.append(result)
+    executor.ran = True
     return ACLNN_SUCCESS
-
-
-def _run_kernel(chip: Chip, executor: Executor, core_mask: int | None) -> RunResult:
-    """Place the tensors in the chip's memory, run the ``_s`` kernel, copy the result out.
-
-    The placement is the one :func:`dspsim.simulate` uses; an in-place call passes the
-    input's address as ``dst``, as ``fp_l_relu_s(src, src, ...)`` would. The call is
-    checked and timed before the tensors are written, so a call that fails touches
-    neither the chip's memory nor the output tensor.
-    """
-    cname = chip.resolve(executor.c_name)
-    op = cname.operator
-    length = int(executor.output.size)
-    addresses = place_operands(chip.config, cname, length)
-    if executor.in_place:
-        addresses[op.output] = addresses[op.inputs[0]]
-    args = c_arguments(op, addresses, length, executor.params)
-    prepared = chip.prepare(cname.name, *args, core_mask=core_mask)
-    for operand, tensor in zip(prepared.inputs, executor.inputs):
-        chip.write(operand.span.address, np.ascontiguousarray(tensor).reshape(-1))
-    result = prepared.finish()
-    out = chip.read(addresses[op.output], length, cname.dtype.numpy)
-    executor.output[...] = out.reshape(executor.output.shape)
-    return result
 
 
 # --------------------------------------------------------------------------- SwishBackward
@@ -314,7 +256,9 @@ def _negative_slope(value, dtype: str) -> dict[str, float]:
 
 
 __all__ = [
-    "ACLNN_SUCCESS", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_PARAM_INVALID", "Stream", "Executor",
+    "ACL_SUCCESS", "ACLNN_SUCCESS", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_PARAM_INVALID",
+    "Stream", "Event", "Executor", "aclrtCreateEvent", "aclrtRecordEvent",
+    "aclrtStreamWaitEvent", "aclrtSynchronizeStream",
     "aclGetRecentErrMsg", "aclnnSwishBackwardGetWorkspaceSize", "aclnnSwishBackward",
     "aclnnLeakyReluGetWorkspaceSize", "aclnnLeakyRelu", "aclnnInplaceLeakyReluGetWorkspaceSize",
     "aclnnInplaceLeakyRelu",

@@ -22,7 +22,10 @@ def _swish(grad_output, x, beta, grad_input, stream):
     status, size, executor = aclnn.aclnnSwishBackwardGetWorkspaceSize(grad_output, x, beta,
                                                                       grad_input)
     assert status == ACLNN_SUCCESS, aclnn.aclGetRecentErrMsg()
-    return aclnn.aclnnSwishBackward(None, size, executor, stream), executor
+    status = aclnn.aclnnSwishBackward(None, size, executor, stream)
+    if status == ACLNN_SUCCESS:  # the execute call enqueues; synchronising runs it
+        status = aclnn.aclrtSynchronizeStream(stream)
+    return status, executor
 
 
 # --------------------------------------------------------------------------- SwishBackward
@@ -86,6 +89,7 @@ def test_leaky_relu_out_of_place(dtype):
     assert (status, size) == (ACLNN_SUCCESS, 0)
     before = x.copy()
     assert aclnn.aclnnLeakyRelu(None, size, executor, stream) == ACLNN_SUCCESS
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS
     np.testing.assert_array_equal(x, before)
     expected = np.where(x > 0, x, dtype(0.2) * x)
     np.testing.assert_array_equal(out, expected)
@@ -101,6 +105,8 @@ def test_inplace_leaky_relu_runs_the_kernel_in_place():
     status, size, executor = aclnn.aclnnInplaceLeakyReluGetWorkspaceSize(x, 0.01)
     assert status == ACLNN_SUCCESS
     assert aclnn.aclnnInplaceLeakyRelu(None, size, executor, stream) == ACLNN_SUCCESS
+    np.testing.assert_array_equal(x, original)  # enqueued, not run
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS
     np.testing.assert_allclose(x, l_relu(original, 0.01), rtol=1e-6)
     operands = stream.last_result.metadata["operands"]
     assert operands["src"] == operands["dst"]  # dst == src on the chip
@@ -116,7 +122,9 @@ def test_leaky_relu_integer_and_bool_slopes(slope):
     out = np.empty_like(x)
     status, size, executor = aclnn.aclnnLeakyReluGetWorkspaceSize(x, slope, out)
     assert status == ACLNN_SUCCESS
-    assert aclnn.aclnnLeakyRelu(None, size, executor, Stream("ft78ne")) == ACLNN_SUCCESS
+    stream = Stream("ft78ne")
+    assert aclnn.aclnnLeakyRelu(None, size, executor, stream) == ACLNN_SUCCESS
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS
     np.testing.assert_array_equal(out, [-2.0 * float(slope), 3.0])
 
 
@@ -125,7 +133,9 @@ def test_empty_tensors_succeed():
     out = np.zeros_like(x)
     status, size, executor = aclnn.aclnnLeakyReluGetWorkspaceSize(x, 0.1, out)
     assert status == ACLNN_SUCCESS
-    assert aclnn.aclnnLeakyRelu(None, size, executor, Stream("ft78ne")) == ACLNN_SUCCESS
+    stream = Stream("ft78ne")
+    assert aclnn.aclnnLeakyRelu(None, size, executor, stream) == ACLNN_SUCCESS
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS
 
 
 # --------------------------------------------------------------------------- status codes
@@ -200,6 +210,7 @@ def test_execute_rejects_null_executor_or_stream_and_reuse():
     assert aclnn.aclnnSwishBackward(None, size, executor, stream) == ACLNN_SUCCESS
     assert aclnn.aclnnSwishBackward(None, size, executor, stream) == ACLNN_ERR_PARAM_INVALID
     assert "already run" in aclnn.aclGetRecentErrMsg()
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS
     assert len(stream.results) == 1
 
 
@@ -210,6 +221,110 @@ def test_stream_binds_chip_and_mask():
     x = np.linspace(-1, 1, 4096, dtype=np.float32)
     status, size, executor = aclnn.aclnnInplaceLeakyReluGetWorkspaceSize(x, 0.5)
     assert aclnn.aclnnInplaceLeakyRelu(None, size, executor, stream) == ACLNN_SUCCESS
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS
     result = stream.last_result
     assert result.metadata["core_mask"] == 0xFF and result.metadata["cores"] == [0, 1, 2, 3]
     assert any("core_mask" in w for w in result.warnings)  # bits above 4 cores ignored
+
+
+# --------------------------------------------------------------------------- streams, events
+def _leaky(x, out, slope, stream):
+    status, size, executor = aclnn.aclnnLeakyReluGetWorkspaceSize(x, slope, out)
+    assert status == ACLNN_SUCCESS, aclnn.aclGetRecentErrMsg()
+    assert aclnn.aclnnLeakyRelu(None, size, executor, stream) == ACLNN_SUCCESS
+
+
+def test_execute_enqueues_and_synchronize_runs_a_chain_through_one_buffer():
+    chip = dspsim.Chip("mt7004")
+    stream = Stream(chip, core_mask=0xF)
+    x, _ = _tensors(shape=(4, 1000))
+    hidden, out = np.zeros_like(x), np.zeros_like(x)
+    _leaky(x, hidden, 0.5, stream)
+    _leaky(hidden, out, 0.25, stream)  # reads what the first kernel writes
+    assert not hidden.any() and not out.any()  # nothing has run
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS
+    np.testing.assert_allclose(hidden, l_relu(x, 0.5), rtol=1e-6)
+    np.testing.assert_allclose(out, l_relu(l_relu(x, 0.5), 0.25), rtol=1e-6)
+    first, second = stream.results
+    program = stream.program_result
+    assert [c.result for c in program.calls] == [first, second]
+    assert program.calls[1].start_cycle >= program.calls[0].end_cycle  # stream order
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS  # nothing left: no-op
+
+
+def test_events_order_two_streams_and_disjoint_masks_overlap():
+    chip = dspsim.Chip("mt7004")
+    left, right = Stream(chip, core_mask=0x3), Stream(chip, core_mask=0xC)
+    x, y = _tensors(shape=(20000,))
+    a, b, c = np.zeros_like(x), np.zeros_like(x), np.zeros_like(x)
+    _leaky(x, a, 0.5, left)
+    _leaky(y, b, 0.5, right)  # independent of the left stream: runs beside it
+    status, event = aclnn.aclrtCreateEvent()
+    assert status == ACLNN_SUCCESS
+    assert aclnn.aclrtRecordEvent(event, left) == ACLNN_SUCCESS
+    assert aclnn.aclrtStreamWaitEvent(right, event) == ACLNN_SUCCESS
+    _leaky(a, c, 0.5, right)  # reads the left stream's output: ordered by the event
+    assert aclnn.aclrtSynchronizeStream(right) == ACLNN_SUCCESS
+    np.testing.assert_allclose(c, l_relu(l_relu(x, 0.5), 0.5), rtol=1e-6)
+    calls = right.program_result.calls
+    assert calls[1].start_cycle < calls[0].end_cycle  # disjoint masks overlap
+    assert calls[2].start_cycle >= calls[0].end_cycle  # the wait held the third call
+    assert left.results == [calls[0].result] and right.results == [calls[1].result,
+                                                                    calls[2].result]
+
+
+def test_a_race_fails_synchronize_and_changes_no_tensor():
+    chip = dspsim.Chip("mt7004")
+    left, right = Stream(chip, core_mask=0x3), Stream(chip, core_mask=0xC)
+    x, _ = _tensors(shape=(5000,))
+    a, c = np.zeros_like(x), np.zeros_like(x)
+    _leaky(x, a, 0.5, left)
+    _leaky(a, c, 0.5, right)  # reads a while the left stream writes it, with no event
+    assert aclnn.aclrtSynchronizeStream(left) == ACLNN_ERR_PARAM_INVALID
+    message = aclnn.aclGetRecentErrMsg()
+    assert "race" in message.lower() and "l_relu" in message
+    assert not a.any() and not c.any() and not left.results
+
+
+def test_a_wait_on_an_event_never_recorded_fails_synchronize():
+    chip = dspsim.Chip("mt7004")
+    stream = Stream(chip)
+    _, event = aclnn.aclrtCreateEvent()
+    assert aclnn.aclrtStreamWaitEvent(stream, event) == ACLNN_SUCCESS
+    x, _ = _tensors(shape=(64,))
+    out = np.zeros_like(x)
+    _leaky(x, out, 0.5, stream)
+    assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_ERR_PARAM_INVALID
+    assert "never recorded" in aclnn.aclGetRecentErrMsg() or "record" in \
+        aclnn.aclGetRecentErrMsg()
+    assert not out.any()
+
+
+@pytest.mark.parametrize("call", ["record", "wait", "sync"])
+def test_runtime_calls_refuse_null_and_foreign_arguments(call):
+    stream = Stream("mt7004")
+    _, event = aclnn.aclrtCreateEvent()
+    if call == "record":
+        assert aclnn.aclrtRecordEvent(None, stream) == ACLNN_ERR_PARAM_NULLPTR
+        assert aclnn.aclrtRecordEvent(event, "s") == ACLNN_ERR_PARAM_INVALID
+    elif call == "wait":
+        assert aclnn.aclrtStreamWaitEvent(stream, object()) == ACLNN_ERR_PARAM_INVALID
+        assert aclnn.aclrtStreamWaitEvent(None, event) == ACLNN_ERR_PARAM_NULLPTR
+    else:
+        assert aclnn.aclrtSynchronizeStream(None) == ACLNN_ERR_PARAM_NULLPTR
+    assert aclnn.aclGetRecentErrMsg()
+
+
+def test_a_wait_on_an_event_of_work_already_run_holds_nothing():
+    chip = dspsim.Chip("mt7004")
+    first, second = Stream(chip, core_mask=0x3), Stream(chip, core_mask=0xC)
+    x, _ = _tensors(shape=(256,))
+    a, b = np.zeros_like(x), np.zeros_like(x)
+    _leaky(x, a, 0.5, first)
+    _, event = aclnn.aclrtCreateEvent()
+    assert aclnn.aclrtRecordEvent(event, first) == ACLNN_SUCCESS
+    assert aclnn.aclrtSynchronizeStream(first) == ACLNN_SUCCESS
+    assert aclnn.aclrtStreamWaitEvent(second, event) == ACLNN_SUCCESS
+    _leaky(a, b, 0.5, second)
+    assert aclnn.aclrtSynchronizeStream(second) == ACLNN_SUCCESS
+    np.testing.assert_allclose(b, l_relu(l_relu(x, 0.5), 0.5), rtol=1e-6)

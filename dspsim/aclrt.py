@@ -1,0 +1,278 @@
+"""The ACL runtime side of the aclnn facade: streams, events and synchronisation.
+
+As on an Ascend device, an execute call (``aclnnSwishBackward(..., stream)``) only
+enqueues its kernel on the stream; :func:`aclrtSynchronizeStream` runs everything
+enqueued on the chip so far, as one :class:`~dspsim.programs.Program` on one timeline:
+calls on one stream in order, calls on other streams concurrently where their core masks
+allow, ordered across streams by events (:func:`aclrtRecordEvent`,
+:func:`aclrtStreamWaitEvent`). Streams that share events must share a :class:`Chip`.
+
+Tensors are numpy arrays. Each distinct array gets its own buffer in the chip's DDR for
+the program (the same array passed to two calls is the same buffer, so the second reads
+what the first wrote); arrays that no earlier call writes are copied in when the program
+runs, and every output is copied back once it has run. A program that fails (a race, a
+wait that can never end, operands that do not fit) runs nothing and changes no tensor.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from dspsim.chip import Chip
+from dspsim.placement import c_arguments, place_operands
+from dspsim.programs import Program, ProgramResult
+from dspsim.programs.program import Initial
+from dspsim.result import RunResult
+from dspsim.sim.errors import ArgumentError, CapacityError, DspSimError
+
+ACL_SUCCESS = ACLNN_SUCCESS = 0
+ACLNN_ERR_PARAM_NULLPTR = 161001
+ACLNN_ERR_PARAM_INVALID = 161002
+
+#: buffers of a program start at page boundaries, as device allocations do
+BUFFER_ALIGNMENT = 4096
+
+_errors = threading.local()
+
+
+def aclGetRecentErrMsg() -> str:
+    """The message of the most recent failed call on this thread ("" if none)."""
+    return getattr(_errors, "message", "")
+
+
+def fail(status: int, message: str) -> int:
+    """Remember ``message`` for :func:`aclGetRecentErrMsg` and return ``status``."""
+    _errors.message = message
+    return status
+
+
+class _Pending:
+    """The work enqueued on one chip since its last synchronisation, and its buffers."""
+
+    def __init__(self, chip: Chip) -> None:
+        self.chip = chip
+        self.program = Program(chip)
+        self.streams: dict[int, Any] = {}  # id(Stream) -> its program stream
+        self.buffers: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, address)
+        self.written: set[int] = set()  # arrays a call writes
+        self.host: set[int] = set()  # arrays read before any call writes them: copied in
+        self.outputs: list[np.ndarray] = []
+        self.recorded: list["Event"] = []  # events recorded in this work
+        # (stream, call index, on_result) in enqueue order
+        self.calls: list[tuple["Stream", int, Callable | None]] = []
+
+    def program_stream(self, stream: "Stream"):
+        if id(stream) not in self.streams:
+            self.streams[id(stream)] = self.program.stream(f"stream{len(self.streams)}")
+        return self.streams[id(stream)]
+
+    def _taken(self) -> list[tuple[int, int]]:
+        return [(address, address + array.nbytes) for array, address in self.buffers.values()]
+
+    def addresses(self, cname, tensors: dict[str, np.ndarray]) -> dict[str, int]:
+        """A DDR address for each operand's tensor: its buffer if it has one, else the
+        address :func:`dspsim.simulate` would give it if free, else the next free page."""
+        config = self.chip.config
+        length = int(next(iter(tensors.values())).size)
+        suggested = place_operands(config, cname, length)
+        ddr = config.ddr
+        chosen: dict[str, int] = {}
+        for operand, array in tensors.items():
+            if id(array) in self.buffers:
+                chosen[operand] = self.buffers[id(array)][1]
+                continue
+            taken = self._taken()
+            start = suggested[operand]
+            if any(start < hi and lo < start + array.nbytes for lo, hi in taken):
+                end = max(hi for _, hi in taken)
+                start = -(-end // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
+            if start + array.nbytes > ddr.end_address:
+                raise CapacityError(f"{cname.name}: the tensors enqueued since the last "
+                                    f"synchronisation do not fit in {config.name}'s DDR "
+                                    f"({ddr.size_bytes} bytes); synchronise more often")
+            self.buffers[id(array)] = (array, start)
+            chosen[operand] = start
+        return chosen
+
+
+_pending: dict[int, _Pending] = {}
+_pending_lock = threading.Lock()
+
+
+def _pending_for(chip: Chip) -> _Pending:
+    with _pending_lock:
+        pending = _pending.get(id(chip))
+        if pending is None or pending.chip is not chip:
+            pending = _pending[id(chip)] = _Pending(chip)
+        return pending
+
+
+class Stream:
+    """An in-order queue of kernels on a simulated chip, with the core mask they use.
+
+    Kernels run when the stream is synchronised; each run's
+    :class:`~dspsim.result.RunResult` is then in ``results`` (the latest is
+    ``last_result``) and the whole program's result in ``program_result``.
+    """
+
+    def __init__(self, chip: Chip | str = "mt7004", core_mask: int | None = None) -> None:
+        self.chip = chip if isinstance(chip, Chip) else Chip(chip)
+        cores = self.chip.config.cores
+        if core_mask is not None and (isinstance(core_mask, bool)
+                                      or not isinstance(core_mask, (int, np.integer))
+                                      or not int(core_mask) & ((1 << cores) - 1)):
+            raise ArgumentError(f"Stream: core_mask={core_mask!r} selects no core of "
+                                f"{self.chip.name}, which has {cores} cores (all cores: "
+                                f"{(1 << cores) - 1:#x}, or None)")
+        self.core_mask = core_mask
+        self.results: list[RunResult] = []
+        self.program_result: ProgramResult | None = None
+
+    def __repr__(self) -> str:
+        mask = "all cores" if self.core_mask is None else f"core_mask={self.core_mask:#x}"
+        return f"Stream({self.chip.name}, {mask})"
+
+    @property
+    def last_result(self) -> RunResult | None:
+        return self.results[-1] if self.results else None
+
+    def enqueue(self, cname, inputs: tuple[np.ndarray, ...], output: np.ndarray,
+                params: dict[str, float], in_place: bool = False,
+                on_result: Callable[[RunResult], None] | None = None) -> None:
+        """Check a kernel on these tensors and append it to the stream (nothing runs).
+
+        ``on_result`` receives the kernel's RunResult once it has run. Raises a
+        DspSimError, with nothing enqueued, if the call is invalid.
+        """
+        pending = _pending_for(self.chip)
+        op = cname.operator
+        tensors = dict(zip(op.inputs, inputs))
+        if not in_place:
+            tensors[op.output] = output
+        known = dict(pending.buffers)
+        try:
+            addresses = pending.addresses(cname, tensors)
+            if in_place:
+                addresses[op.output] = addresses[op.inputs[0]]
+            length = int(output.size)
+            args = c_arguments(op, addresses, length, params)
+            extra = {} if self.core_mask is None else {"core_mask": self.core_mask}
+            call = pending.program_stream(self).enqueue(cname.name, *args, **extra)
+        except DspSimError:
+            pending.buffers = known  # an invalid call allocates nothing
+            raise
+        pending.host.update(id(a) for a in inputs if id(a) not in pending.written)
+        pending.written.add(id(output))
+        pending.outputs.append(output)
+        pending.calls.append((self, call.index, on_result))
+
+
+class Event:
+    """An ACL event: recorded on one stream, waited for on others (``aclrtCreateEvent``)."""
+
+    def __init__(self) -> None:
+        self._program_events: dict[int, Any] = {}  # id(Program) -> its event
+        self.completed = False  # recorded in work that has run: waiting on it holds nothing
+
+    def _in(self, program: Program):
+        if id(program) not in self._program_events:
+            self._program_events[id(program)] = (program, program.event())
+        return self._program_events[id(program)][1]
+
+
+def aclrtCreateEvent() -> tuple[int, Event]:
+    """A new event; returns ``(status, event)``."""
+    return ACL_SUCCESS, Event()
+
+
+def _check_stream(stream: Any, api: str) -> int | None:
+    if stream is None:
+        return fail(ACLNN_ERR_PARAM_NULLPTR, f"{api}: stream is null; create a Stream(chip)")
+    if not isinstance(stream, Stream):
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: stream is a {type(stream).__name__}; "
+                    f"create a Stream(chip)")
+    return None
+
+
+def _check_event(event: Any, api: str) -> int | None:
+    if event is None:
+        return fail(ACLNN_ERR_PARAM_NULLPTR, f"{api}: event is null; create one with "
+                    f"aclrtCreateEvent()")
+    if not isinstance(event, Event):
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: event is a {type(event).__name__}; "
+                    f"create one with aclrtCreateEvent()")
+    return None
+
+
+def aclrtRecordEvent(event: Event, stream: Stream) -> int:
+    """Record ``event`` on ``stream``: it completes once the work enqueued there so far has."""
+    bad = _check_event(event, "aclrtRecordEvent") or _check_stream(stream, "aclrtRecordEvent")
+    if bad:
+        return bad
+    pending = _pending_for(stream.chip)
+    try:
+        pending.program_stream(stream).record(event._in(pending.program))
+    except DspSimError as exc:
+        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtRecordEvent: {exc}")
+    event.completed = False
+    pending.recorded.append(event)
+    return ACL_SUCCESS
+
+
+def aclrtStreamWaitEvent(stream: Stream, event: Event) -> int:
+    """Hold the work enqueued on ``stream`` from now on until ``event`` completes."""
+    bad = (_check_stream(stream, "aclrtStreamWaitEvent")
+           or _check_event(event, "aclrtStreamWaitEvent"))
+    if bad:
+        return bad
+    pending = _pending_for(stream.chip)
+    if event.completed and event not in pending.recorded:
+        return ACL_SUCCESS  # it completed when earlier work ran
+    pending.program_stream(stream).wait(event._in(pending.program))
+    return ACL_SUCCESS
+
+
+def aclrtSynchronizeStream(stream: Stream) -> int:
+    """Run everything enqueued on ``stream``'s chip (every stream of it) and wait for it.
+
+    Outputs are copied into their tensors and each stream's ``results`` grows by its
+    kernels' RunResults. On failure (a race, a wait on an event never recorded, a cycle
+    of waits) nothing runs, no tensor changes, the enqueued work is dropped, and the
+    status says why (:func:`aclGetRecentErrMsg`).
+    """
+    bad = _check_stream(stream, "aclrtSynchronizeStream")
+    if bad:
+        return bad
+    chip = stream.chip
+    with _pending_lock:
+        pending = _pending.pop(id(chip), None)
+    if pending is None or pending.chip is not chip or not pending.calls:
+        return ACL_SUCCESS
+    sources = [(array, address) for key, (array, address) in pending.buffers.items()
+               if key in pending.host]
+
+    def copy_in() -> None:
+        for array, address in sources:
+            chip.write(address, np.ascontiguousarray(array).reshape(-1))
+
+    spans = tuple(chip.memory.resolve(address, array.nbytes) for array, address in sources
+                  if array.nbytes)
+    try:
+        result = pending.program.run(numerics=True, initial=Initial(spans, copy_in))
+    except DspSimError as exc:
+        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtSynchronizeStream: {exc}")
+    for array in {id(a): a for a in pending.outputs}.values():
+        address = pending.buffers[id(array)][1]
+        values = chip.read(address, int(array.size), array.dtype)
+        array[...] = values.reshape(array.shape)
+    for event in pending.recorded:
+        event.completed = True
+    records = {record.index: record for record in result.calls}
+    for owner, index, on_result in pending.calls:
+        owner.results.append(records[index].result)
+        owner.program_result = result
+        if on_result is not None:
+            on_result(records[index].result)
+    return ACL_SUCCESS
