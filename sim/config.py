@@ -146,6 +146,26 @@ _SCHEMA: dict[str, _Field] = {
 }
 
 
+def schema_kind(parts: tuple[str, ...]) -> str | None:
+    """What the schema says the value at a key path holds: ``"int"`` (a whole number),
+    ``"number"``, ``"str"``, a container kind, or None for a path the schema does not know.
+
+    List positions and the names under a free mapping (``vector.units.alu``) are followed
+    to the kind of their items.
+    """
+    field: _Field | None = _Field("section", schema=_SCHEMA)
+    for part in parts:
+        if field is None:
+            return None
+        if field.kind == "section":
+            field = field.schema.get(part)
+        elif field.kind in ("mapping", "list"):
+            field = field.item if field.kind == "mapping" or part.isdigit() else None
+        else:
+            return None
+    return field.kind if field is not None else None
+
+
 def _type_name(value: Any) -> str:
     return type(value).__name__
 

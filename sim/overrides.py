@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from dspsim.sim.config import schema_kind
 from dspsim.sim.errors import ArgumentError, ConfigError
 
 #: Longest key path a user may give; chip descriptions are a few levels deep.
@@ -69,6 +70,12 @@ def numeric_value(raw: Any, key: str, source: str = "chip") -> float:
         raise ConfigError(f"{source}: chip key {key!r} holds {value!r}, not a number; only "
                           f"numbers can be swept or fitted")
     return value
+
+
+def whole_number_key(key: str) -> bool:
+    """True where the chip format takes only whole numbers (counts, sizes, widths): a
+    value there must be rounded before it is applied."""
+    return schema_kind(split_key(key)) == "int"
 
 
 def numeric_keys(raw: Any, prefix: str = "") -> list[str]:

@@ -1,0 +1,371 @@
+"""Fitting chip keys to measured cycles.
+
+The fit works in log space on both sides: each key is scaled by ``exp(u)`` from its value
+in the chip file, and each row's residual is ``log(predicted / measured)``, so a 10% miss
+counts the same on a 500-cycle call as on a 5-million-cycle one, and a key in GB/s weighs
+the same as one in cycles. The model is piecewise (a call is bound by one resource, then
+another; tile counts switch), so derivatives are secants over a step of 5% rather than
+infinitesimal ones, and scipy's bounded trust-region least squares takes them from there.
+
+Shared-storage calls search for their best tile size at every simulation, which is most
+of a simulation's cost. During a fit each call keeps the tile it chose at the start
+instead; the fit is then redone from where it ended with the tiles chosen there, until
+the tiles no longer change, so the values returned are fitted to the model as it is.
+
+How well the data determine each key comes from the Jacobian at the fitted values, the
+elasticities of every row's cycles to every key: a key that no row is sensitive to, or
+that moves the rows only as another key does (collinear columns), is not pinned down.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from dspsim.calibration.measurements import MeasurementError
+from dspsim.calibration.model import CallTimer, ChipModel
+from dspsim.sim.errors import ArgumentError, ConfigError, DspSimError
+
+#: Default search range of a key: its value in the chip file divided or multiplied by this.
+DEFAULT_RANGE = 10.0
+#: Secant step in log space (5%): wide enough to see across the model's small steps.
+JAC_STEP = 0.05
+#: A key whose RMS elasticity over the rows is below this moves no row: a 10% change moves
+#: the cycles by less than 0.1% on average.
+INSENSITIVE = 0.01
+#: Smallest singular value of the Jacobian with unit columns below which keys are
+#: collinear: their columns are within about 8 degrees of a common direction.
+COLLINEAR = 0.1
+#: A key whose standard error (log scale) exceeds this is only loosely determined (±28%).
+LOOSE = 0.25
+#: Residual (log scale) of every row at values the chip cannot have.
+PENALTY = 10.0
+#: Steps of the solver between full secant Jacobians (Broyden updates in between).
+BROYDEN_STEPS = 3
+#: The solver stops when a step lowers the sum of squares by less than this fraction, or
+#: moves the values by less than this fraction (log scale).
+FTOL = 1e-3
+XTOL = 1e-3
+#: A fit stops when its best sum of squares fell by less than this fraction over its last
+#: (number of keys + 2) evaluations.
+STALL_GAIN = 0.1
+#: The tiles a fit used count as settled when the RMS of ln(searched / fixed-tile cycles)
+#: over the rows at the fitted values is below SETTLED, or when a round moved no key by
+#: more than ROUND_MOVE (log scale) from where the round before ended.
+SETTLED = 1e-3
+ROUND_MOVE = 5e-3
+#: Rounds of fit-then-retile before giving up on the tiles settling.
+MAX_ROUNDS = 5
+
+Progress = Callable[[str, int, int], None]
+
+
+class _Stop(Exception):
+    """The fit has used its budget of evaluations."""
+
+
+def parse_bounds(texts: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """``KEY=LO:HI`` texts (``--bounds``) as ``{key: (lo, hi)}``."""
+    bounds: dict[str, tuple[float, float]] = {}
+    for text in texts:
+        key, sep, rest = text.partition("=")
+        low, colon, high = rest.partition(":")
+        try:
+            if not sep or not colon:
+                raise ValueError
+            pair = (float(low), float(high))
+        except ValueError:
+            raise ArgumentError(f"--bounds {text!r}: expected KEY=LO:HI, for example "
+                                f"dma.setup_cycles=50:800") from None
+        key = key.strip()
+        if key in bounds:
+            raise ArgumentError(f"--bounds: key {key!r} given twice")
+        bounds[key] = pair
+    return bounds
+
+
+class Objective:
+    """Residuals of the rows at values of the keys, remembered, with the best point seen."""
+
+    def __init__(self, model: ChipModel, timer: CallTimer, measured: np.ndarray,
+                 budget: int, progress: Progress | None) -> None:
+        self.model, self.timer = model, timer
+        self.log_measured = np.log(measured)
+        self.budget, self.progress = budget, progress
+        self.memo: dict[tuple, tuple[np.ndarray | None, list | None]] = {}
+        self.evaluations = 0
+        self.tiles: list | None = None
+        self.best: tuple[float, np.ndarray] | None = None
+        self.limited = False  # whether evaluations beyond the budget stop the fit
+        self.progress_of_round: list[float] = []  # best cost after each new evaluation
+        self.last_jacobian: np.ndarray | None = None  # carried from one round to the next
+
+    def values(self, u: np.ndarray) -> np.ndarray:
+        return self.model.originals * np.exp(u)
+
+    def key(self, u: np.ndarray, tiles: Sequence | None) -> tuple:
+        """What an evaluation depends on: the values as applied, and the tiles."""
+        applied = self.model.applied(self.values(u))
+        return tuple(applied.values()), None if tiles is None else tuple(tiles)
+
+    def remember(self, u: np.ndarray, tiles: Sequence, cycles: np.ndarray) -> None:
+        """Record cycles timed with ``tiles`` at ``u``: the same as fixing those tiles."""
+        self.memo[self.key(u, tiles)] = (cycles, list(tiles))
+
+    def cycles(self, u: np.ndarray, tiles: list | None) -> tuple[np.ndarray | None, list | None]:
+        """Cycles at ``u`` (None where the chip cannot have these values) and tiles used."""
+        key = self.key(u, tiles)
+        if key not in self.memo:
+            if self.limited and self.evaluations >= self.budget:
+                raise _Stop
+            self.evaluations += 1
+            try:
+                config = self.model.config_for(self.values(u))
+                self.memo[key] = self.timer.time(config, tiles)
+            except (ConfigError, MeasurementError):
+                self.memo[key] = (None, None)
+            if self.progress:
+                self.progress("fitting", self.evaluations, self.budget)
+        return self.memo[key]
+
+    def try_residuals(self, u: np.ndarray) -> np.ndarray | None:
+        """ln(predicted / measured) of every row at ``u`` with the current tiles; None
+        where the chip cannot have these values."""
+        cycles, _ = self.cycles(u, self.tiles)
+        if cycles is None:
+            return None
+        r = np.log(cycles) - self.log_measured
+        cost = float(r @ r)
+        if self.best is None or cost < self.best[0]:
+            self.best = (cost, np.array(u, dtype=float))
+        if self.limited and len(self.progress_of_round) < self.evaluations:
+            self._check_stall()
+        return r
+
+    def _check_stall(self) -> None:
+        """Stop a fit whose best sum of squares has fallen by less than STALL_GAIN over the
+        last evaluations (one step and a Jacobian's worth): the fixed tiles it fits with
+        are only right near the end, so polishing further buys nothing."""
+        history = self.progress_of_round
+        history.append(self.best[0])
+        window = len(self.model.keys) + 2
+        if len(history) > window and history[-1] > (1 - STALL_GAIN) * history[-1 - window]:
+            raise _Stop
+
+    def residuals(self, u: np.ndarray) -> np.ndarray:
+        """As :meth:`try_residuals`, with a large constant residual where the chip cannot
+        have the values, so that the solver steps back."""
+        r = self.try_residuals(u)
+        return np.full(len(self.log_measured), PENALTY) if r is None else r
+
+    def step(self, u: np.ndarray, index: int) -> float:
+        """The secant step for key ``index``: 5%, or enough to move a whole number by 1."""
+        fit_key = self.model.keys[index]
+        if not fit_key.whole:
+            return JAC_STEP
+        value = self.values(u)[index]
+        return max(JAC_STEP, math.log((value + 1) / value))
+
+    def jacobian(self, u: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """Secant elasticities d ln(cycles) / d ln(value), stepping away from the bounds
+        and from values the chip cannot have (a column of zeros if both sides fail)."""
+        u = np.asarray(u, dtype=float)
+        base = self.try_residuals(u)
+        if base is None:
+            return np.zeros((len(self.log_measured), len(u)))
+        columns = []
+        for j in range(len(u)):
+            h = self.step(u, j)
+            column = np.zeros(len(base))
+            for direction in ((1, -1) if u[j] + h <= upper[j] else (-1, 1)):
+                moved = u.copy()
+                moved[j] = u[j] + direction * h
+                if not lower[j] - 1e-12 <= moved[j] <= upper[j] + 1e-12:
+                    continue
+                r = self.try_residuals(moved)
+                if r is not None:
+                    column = (r - base) / (direction * h)
+                    break
+            columns.append(column)
+        return np.column_stack(columns)
+
+
+    def secant_jacobian(self, lower: np.ndarray, upper: np.ndarray,
+                        refresh_every: int = BROYDEN_STEPS) -> Callable[[np.ndarray], np.ndarray]:
+        """A Jacobian for the solver that costs one evaluation per key only now and then.
+
+        In between, Broyden's rank-one update makes the last Jacobian agree with the step
+        the solver just took, at no extra evaluation. A full secant Jacobian is taken at
+        the start, every ``refresh_every`` steps, and whenever the solver had to reject a
+        step since the last one (a sign that the updated Jacobian misled it).
+        """
+        state: dict = {"jacobian": self.last_jacobian, "steps": 0,
+                       "evaluations": self.evaluations}
+
+        def jacobian(u: np.ndarray) -> np.ndarray:
+            u = np.asarray(u, dtype=float)
+            r = self.residuals(u)
+            rejected = self.evaluations - state.get("evaluations", 0) > 1
+            if state["jacobian"] is None or state["steps"] >= refresh_every or rejected:
+                state.update(jacobian=self.jacobian(u, lower, upper), steps=0)
+            elif "u" in state:  # the round's first call keeps the Jacobian carried over
+                step = u - state["u"]
+                if step @ step > 0:
+                    J = state["jacobian"]
+                    J = J + np.outer(r - state["r"] - J @ step, step) / (step @ step)
+                    state.update(jacobian=J, steps=state["steps"] + 1)
+            state.update(u=u, r=r, evaluations=self.evaluations)
+            self.last_jacobian = state["jacobian"]
+            return state["jacobian"]
+
+        return jacobian
+
+
+def log_bounds(model: ChipModel, given: Mapping[str, tuple[float, float]]) -> tuple[np.ndarray,
+                                                                                 np.ndarray]:
+    """Log-space bounds of every key: given ones checked, default ones kept valid."""
+    names = [k.key for k in model.keys]
+    for key in given:
+        if key not in names:
+            raise ArgumentError(f"--bounds {key}: not a key being fitted ({', '.join(names)})")
+    lower, upper = [], []
+    for index, fit_key in enumerate(model.keys):
+
+        def valid(value: float) -> str | None:
+            values = model.originals.copy()
+            values[index] = value
+            try:
+                model.config_for(values)
+            except DspSimError as exc:
+                return str(exc)
+            return None
+
+        if fit_key.key in given:
+            low, high = given[fit_key.key]
+            if not (0 < low < high) or not math.isfinite(high):
+                raise ArgumentError(f"--bounds {fit_key.key}={low:g}:{high:g}: need "
+                                    f"0 < LO < HI (the fit works on a log scale)")
+            for value in (low, high):
+                problem = valid(value)
+                if problem:
+                    raise ArgumentError(f"--bounds {fit_key.key}: the chip cannot have "
+                                        f"{value:g} there ({problem}); narrow the bounds")
+        else:
+            low, high = fit_key.original / DEFAULT_RANGE, fit_key.original * DEFAULT_RANGE
+            if fit_key.whole:
+                low = max(low, 1.0)
+            low, high = (_valid_end(fit_key.original, end, valid) for end in (low, high))
+        lower.append(math.log(low / fit_key.original))
+        upper.append(math.log(high / fit_key.original))
+    return np.array(lower), np.array(upper)
+
+
+def _valid_end(start: float, end: float, valid: Callable[[float], str | None]) -> float:
+    """The farthest value from ``start`` towards ``end`` that the chip accepts (bisection
+    on a log scale, assuming the valid values around ``start`` form an interval)."""
+    if valid(end) is None:
+        return end
+    inside, outside = 0.0, math.log(end / start)
+    for _ in range(30):
+        middle = (inside + outside) / 2
+        if valid(start * math.exp(middle)) is None:
+            inside = middle
+        else:
+            outside = middle
+    return start * math.exp(inside)
+
+
+def local_fit(objective: Objective, start: np.ndarray, lower: np.ndarray,
+              upper: np.ndarray) -> np.ndarray:
+    """Bounded trust-region least squares from ``start`` with the objective's tiles; the
+    best point seen (the objective's budget of evaluations may stop it early)."""
+    from scipy.optimize import least_squares  # noqa: PLC0415 - heavy; only fits need it
+
+    start = np.clip(start, lower, upper)
+    objective.best = None
+    objective.progress_of_round = [float("inf")] * objective.evaluations
+    objective.limited = True
+    try:
+        objective.residuals(start)
+        least_squares(objective.residuals, start,
+                      jac=objective.secant_jacobian(lower, upper),
+                      bounds=(lower, upper), method="trf", x_scale=1.0, ftol=FTOL,
+                      xtol=XTOL, gtol=1e-12)
+    except _Stop:
+        pass
+    finally:
+        objective.limited = False
+    return objective.best[1] if objective.best is not None else start
+
+
+def starting_point(objective: Objective, u0: np.ndarray, lower: np.ndarray,
+                   upper: np.ndarray) -> np.ndarray:
+    """Where to start: the chip file's values, unless a key that no row is sensitive to
+    there does better half-way to one of its bounds (a coarse look past a flat start)."""
+    jacobian = objective.jacobian(u0, lower, upper)
+    best_u = u0
+    best_cost = float(np.sum(objective.residuals(u0) ** 2))
+    flat = np.sqrt(np.mean(jacobian ** 2, axis=0)) < INSENSITIVE
+    for j in np.flatnonzero(flat):
+        for end in (lower[j], upper[j]):
+            u = u0.copy()
+            u[j] = (u0[j] + end) / 2
+            cost = float(np.sum(objective.residuals(u) ** 2))
+            if cost < best_cost:
+                best_u, best_cost = u, cost
+    return best_u
+
+
+@dataclass
+class Determination:
+    """How firmly the rows determine each key (see :func:`determination`)."""
+
+    sensitivity: np.ndarray  # RMS elasticity of each key over the rows
+    largest: np.ndarray  # largest |elasticity| of each key
+    std_error: np.ndarray  # standard error of ln(value); nan where undetermined
+    reasons: list[str]  # "" for a key the data pin down
+
+
+def determination(jacobian: np.ndarray, residuals: np.ndarray,
+                  names: Sequence[str]) -> Determination:
+    """Sensitivities, standard errors and which keys the data do not pin down.
+
+    A key is not pinned down when no row is sensitive to it (RMS elasticity below
+    INSENSITIVE), when its column is nearly a combination of other keys' columns (the
+    Jacobian with unit columns has a singular value below COLLINEAR; the keys weighing in
+    its singular vector are named), or when its standard error exceeds LOOSE.
+    """
+    rows, count = jacobian.shape
+    sensitivity = np.sqrt(np.mean(jacobian ** 2, axis=0))
+    largest = np.max(np.abs(jacobian), axis=0)
+    reasons = ["" for _ in range(count)]
+    live = [j for j in range(count) if sensitivity[j] >= INSENSITIVE]
+    for j in range(count):
+        if j not in live:
+            reasons[j] = (f"no row is sensitive to it (a 10% change moves the cycles by "
+                          f"{sensitivity[j] * 10:.2g}% on average)")
+    std_error = np.full(count, np.nan)
+    if live:
+        sub = jacobian[:, live]
+        unit = sub / np.linalg.norm(sub, axis=0)
+        _, singular, vt = np.linalg.svd(unit, full_matrices=False)
+        for value, vector in zip(singular, vt):
+            if value >= COLLINEAR:
+                continue
+            group = [live[i] for i in np.flatnonzero(np.abs(vector) > 0.3)]
+            for j in group:
+                others = [names[i] for i in group if i != j]
+                if others and not reasons[j]:
+                    reasons[j] = (f"collinear with {', '.join(others)}: the rows determine "
+                                  f"only their combination")
+        variance = float(residuals @ residuals) / (rows - len(live)) if rows > len(live) \
+            else float("nan")
+        covariance = variance * np.linalg.pinv(sub.T @ sub)
+        std_error[live] = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+        for j in live:
+            if not reasons[j] and std_error[j] > LOOSE:
+                reasons[j] = (f"loosely determined: ±{math.expm1(std_error[j]):.0%} "
+                              f"(one standard error)")
+    return Determination(sensitivity, largest, std_error, reasons)
