@@ -94,7 +94,7 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
         cycles, _ = objective.cycles(u, None)
 
     applied = model.applied(objective.values(u))
-    fits = [KeyFit(key=k.key, original=k.original,
+    fits = [KeyFit(key=k.key, original=k.original, whole=k.whole,
                    fitted=applied[k.key] if written[j] else k.original,
                    lower=float(k.original * math.exp(lower[j])),
                    upper=float(k.original * math.exp(upper[j])),
@@ -111,5 +111,5 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
         simulations=timer.simulations, seconds=time.perf_counter() - started,
         cpu_seconds=time.process_time() - started_cpu, rounds=rounds,
         message=f"fitted {len(keys)} key{'s' * (len(keys) != 1)} to {len(rows)} rows",
-        notes=notes)
+        notes=notes, chip_text=model.text)
 

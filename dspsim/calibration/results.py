@@ -16,6 +16,7 @@ class KeyFit:
 
     key: str
     original: float
+    whole: bool  # the chip format takes only whole numbers here
     fitted: float  # the value written (the original where the fit left the key alone)
     lower: float
     upper: float
@@ -70,6 +71,7 @@ class Calibration:
     rounds: int  # fits run until the tiles settled
     message: str
     notes: list[str] = field(default_factory=list)
+    chip_text: str = field(default="", repr=False)  # the chip file as read
 
     @property
     def values(self) -> dict[str, float]:
@@ -92,6 +94,11 @@ class Calibration:
         return float(self._errors("before").max())
 
     @property
+    def rms_error_after(self) -> float:
+        """Root mean square of the relative errors after the fit."""
+        return float(np.sqrt(np.mean(self._errors("after") ** 2)))
+
+    @property
     def max_error_after(self) -> float:
         return float(self._errors("after").max())
 
@@ -106,6 +113,7 @@ class Calibration:
             "mean_error_after": self.mean_error_after,
             "max_error_before": self.max_error_before,
             "max_error_after": self.max_error_after,
+            "rms_error_after": self.rms_error_after,
             "evaluations": self.evaluations, "simulations": self.simulations,
             "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
             "rounds": self.rounds,
