@@ -90,6 +90,9 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
         r = objective.try_residuals(back)
         if r is not None and math.sqrt(float(np.mean(r ** 2))) <= rms + REVERT_TOLERANCE:
             u, written[j] = back, False
+        else:
+            found.reasons[j] += ("; the fitted value is kept: the rows fit worse with the old "
+                                 "one, so they bound the key from one side")
     if not all(written):
         cycles, _ = objective.cycles(u, None)
 

@@ -302,20 +302,30 @@ def local_fit(objective: Objective, start: np.ndarray, lower: np.ndarray,
 
 def starting_point(objective: Objective, u0: np.ndarray, lower: np.ndarray,
                    upper: np.ndarray) -> np.ndarray:
-    """Where to start: the chip file's values, unless a key that no row is sensitive to
-    there does better half-way to one of its bounds (a coarse look past a flat start)."""
-    jacobian = objective.jacobian(u0, lower, upper)
-    best_u = u0
-    best_cost = float(np.sum(objective.residuals(u0) ** 2))
-    flat = np.sqrt(np.mean(jacobian ** 2, axis=0)) < INSENSITIVE
-    for j in np.flatnonzero(flat):
+    """Where to start: a coarse look around the chip file's values.
+
+    Each key is tried half-way (on the log scale) to each of its bounds, the others kept;
+    then the point that takes every key's best try together. The best of these and the
+    chip file's values is where the solver starts: a flat or rugged start (a key that no
+    row feels yet, or a whole number whose neighbours are worse) need not trap it.
+    """
+    tried = [u0]
+    best_each = u0.copy()
+    for j in range(len(u0)):
+        costs = {u0[j]: _cost(objective, u0)}
         for end in (lower[j], upper[j]):
             u = u0.copy()
             u[j] = (u0[j] + end) / 2
-            cost = float(np.sum(objective.residuals(u) ** 2))
-            if cost < best_cost:
-                best_u, best_cost = u, cost
-    return best_u
+            costs[u[j]] = _cost(objective, u)
+            tried.append(u)
+        best_each[j] = min(costs, key=costs.get)
+    tried.append(best_each)
+    return min(tried, key=lambda u: _cost(objective, u))
+
+
+def _cost(objective: Objective, u: np.ndarray) -> float:
+    r = objective.residuals(u)
+    return float(r @ r)
 
 
 @dataclass
