@@ -13,7 +13,7 @@ from dspsim.calibration.fitted_yaml import fitted_chip_text
 from dspsim.sim.config import config_from_dict, parse_chip_yaml
 from dspsim.sim.overrides import get_value
 
-SHARED = calls(["fp_relu_grad_s", "fp_gelu_grad_s"], [4096, 16384, 65536],
+SHARED = calls(["fp_relu_grad_s", "fp_gelu_grad_s"], [2048, 8192, 32768],
                [0x1, 0xF])
 PRIVATE = calls(["fp_gelu_grad_p"], [2048], [None])
 

@@ -35,7 +35,7 @@ def format_number(value: float, whole: bool = False) -> str:
     return text
 
 
-def _scalar_node(root: yaml.Node, key: str, source: str) -> yaml.ScalarNode:
+def _scalar_node(root: yaml.Node, text: str, key: str, source: str) -> yaml.ScalarNode:
     node = root
     for part in split_key(key):
         if isinstance(node, yaml.MappingNode):
@@ -50,6 +50,10 @@ def _scalar_node(root: yaml.Node, key: str, source: str) -> yaml.ScalarNode:
     if not isinstance(node, yaml.ScalarNode) or node.start_mark.line != node.end_mark.line:
         raise ConfigError(f"{source}: chip key {key!r} is not a number written on one line of "
                           f"the file; edit it by hand")
+    if text[node.start_mark.index] in "&!*":
+        raise ConfigError(f"{source}: chip key {key!r} is a YAML anchor, alias or tagged value "
+                          f"that other keys may share; write its value out in full, or edit "
+                          f"it by hand")
     return node
 
 
@@ -79,7 +83,7 @@ def edit_chip_text(text: str, source: str, values: Mapping[str, str],
     root = yaml.compose(text, Loader=yaml.SafeLoader)
     by_line: dict[int, list[tuple[int, int, str, str]]] = {}
     for key, replacement in values.items():
-        node = _scalar_node(root, key, source)
+        node = _scalar_node(root, text, key, source)
         by_line.setdefault(node.start_mark.line, []).append(
             (node.start_mark.column, node.end_mark.column, replacement, notes[key]))
     ends = _token_ends(text)
