@@ -59,6 +59,7 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
     u = starting_point(objective, u0, lower, upper)
 
     notes: list[str] = []
+    names = [k.key for k in model.keys]
     for rounds in range(1, MAX_ROUNDS + 1):
         previous = u
         u = local_fit(objective, u, lower, upper)
@@ -69,16 +70,14 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
                                    f"the bounds run every row; check the bounds")
         objective.remember(u, used, cycles)
         objective.tiles = used
-        moved = np.max(np.abs(u - previous)) if rounds > 1 else np.inf
         agree = fixed is not None and np.sqrt(np.mean(np.log(cycles / fixed) ** 2)) < SETTLED
-        if agree or moved < ROUND_MOVE:
+        if agree or (rounds > 1 and _small_move(objective, u - previous, cycles, names)):
             break
     else:
         notes.append(f"the rows' best tile sizes still moved the fit after {MAX_ROUNDS} "
                      f"rounds; the values are fitted with the tiles of the last round but one")
 
     residuals = np.log(cycles) - np.log(measured_cycles)
-    names = [k.key for k in model.keys]
     found = determination(objective.jacobian(u, lower, upper), residuals, names)
     written = [True] * len(names)
     rms = math.sqrt(float(np.mean(residuals ** 2)))
@@ -116,3 +115,16 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
         message=f"fitted {len(keys)} key{'s' * (len(keys) != 1)} to {len(rows)} rows",
         notes=notes, chip_text=model.text)
 
+
+
+def _small_move(objective: Objective, moved: np.ndarray, cycles: np.ndarray,
+                names: list[str]) -> bool:
+    """Whether a round moved every key by less than ROUND_MOVE, or by less than half its
+    standard error: with noisy rows, tile choices that flip near a tie move a loosely
+    determined key back and forth within its uncertainty, and more rounds buy nothing."""
+    if objective.last_jacobian is None:
+        return bool(np.all(np.abs(moved) < ROUND_MOVE))
+    residuals = np.log(cycles) - objective.log_measured
+    spread = determination(objective.last_jacobian, residuals, names).std_error
+    allowed = np.maximum(ROUND_MOVE, 0.5 * np.nan_to_num(spread, nan=0.0))
+    return bool(np.all(np.abs(moved) < allowed))
