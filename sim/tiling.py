@@ -172,6 +172,10 @@ def estimated_best_count(config: ChipConfig, job: Job, cost: VectorCost, busy_co
     return int(counts[int(np.argmin(estimate))])
 
 
+#: Simulated times closer than this are ties: results are reported in whole cycles.
+TIE_CYCLES = 0.5
+
+
 def search_counts(timed: Callable[[int], float], fewest: int, most: int, start: int) -> None:
     """Walk the tile counts from ``start`` towards shorter simulated times.
 
@@ -183,14 +187,19 @@ def search_counts(timed: Callable[[int], float], fewest: int, most: int, start: 
     def clamp(count: float) -> int:
         return min(most, max(fewest, int(round(count))))
 
-    timed(fewest)
     current = clamp(start)
+    if abs(timed(fewest) - timed(current)) <= TIE_CYCLES and current != fewest:
+        return  # as fast with the largest tiles as where the estimate points: a flat curve
     while True:
         steps = {clamp(current / 2), clamp(current * 2)} - {current}
-        better = [c for c in steps if timed(c) < timed(current)]
+        better = [c for c in steps if timed(c) < timed(current) - TIE_CYCLES]
         if not better:
             break
         current = min(better, key=timed)
+    # between the doublings: the curve is lumpy where transfers are short or engines few
+    for count in (clamp(current * 1.5), clamp(current / 1.5)):
+        timed(count)
+    current = min({current, clamp(current * 1.5), clamp(current / 1.5)}, key=timed)
     if current <= NEIGHBOUR_TILES:
         for count in (current - NEIGHBOURS, current + NEIGHBOURS):
             if fewest <= count <= most:
@@ -255,7 +264,10 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
 
     start = estimated_best_count(config, job, cost, busy, elements, fewest, most)
     search_counts(timed, fewest, most, start)
-    chosen = min(timings, key=lambda c: (timings[c].cycles, c))
+    quickest = min(t.cycles for t in timings.values())
+    # among tilings equally fast to the reported cycle, the fewest tiles: fewer transfers
+    # to set up on the chip, and fewer events to simulate
+    chosen = min(c for c, t in timings.items() if t.cycles <= quickest + TIE_CYCLES)
     tile = tile_for_count(elements, chosen, lanes)
     # name each candidate by the tiles it really cuts (rounding to whole vectors may merge)
     candidates = {math.ceil(elements / tile_for_count(elements, c, lanes)): t.cycles

@@ -1,8 +1,15 @@
 """Shared fixtures: fresh chips and reproducible inputs."""
 import numpy as np
 import pytest
+from hypothesis import settings
 
 import dspsim
+
+# The suite is a gate: the same examples on every run, so that a red run names a change,
+# not a draw. `pytest --hypothesis-profile=explore` draws new examples to hunt for bugs.
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("repeatable")
 
 
 @pytest.fixture

@@ -188,3 +188,30 @@ def test_a_chip_name_cannot_lead_the_default_trace_out_of_traces(tmp_path):
     traces = [p for p in written if p.endswith(".json")]
     assert len(traces) == 1 and os.path.dirname(traces[0]) == str(work / "traces")
     assert sorted(os.listdir(tmp_path)) == ["odd.yaml", "work"]
+
+
+@pytest.mark.parametrize("columns", [80, 160, None])
+def test_sweep_table_shows_every_name_header_and_number_whole(tmp_path, columns):
+    args = ("sweep", "--ops", "relu_grad,sigmoidcrossentropywithlogitsgrad", "--chips",
+            "ft78ne", "--core-masks", "0x1,0xff", "--lengths", "4096", "--timing-only",
+            "--no-plots", "--out", tmp_path / "s")
+    if columns is None:
+        proc = dspsim_cli(*args)
+        status, text = proc.returncode, proc.stdout
+        assert "\x1b[" not in text and "━" not in text
+        assert "sweep" not in proc.stderr  # no progress bar into a pipe
+    else:
+        status, text = dspsim_in_terminal(*args, columns=columns)
+        # the transient progress bar's redraws run together once carriage returns go
+        text = "\n".join(line for line in text.splitlines() if "━━━━━" not in line
+                         or "┏" in line or "┡" in line)
+        assert max(len(line) for line in text.splitlines()) <= columns
+    assert status == 0, text
+    assert "…" not in text
+    rows = json.loads(dspsim_cli(*args, "--json").stdout)["rows"]
+    words = set(text.replace("┃", " ").replace("│", " ").split())
+    for header in ("ceiling", "peak", "efficiency", "numerics"):
+        assert header in words, header
+    for row in rows:
+        assert row["operator"] in words
+        assert f"{row['cycles']:,}" in words

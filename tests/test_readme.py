@@ -25,7 +25,7 @@ LANGUAGES = {"python", "bash", "sh"}
 
 #: commands the suite cannot run inside itself, and why
 NOT_RUN = {
-    "environment": (re.compile(r"^(python3 -m venv |pip install )"),
+    "environment": (re.compile(r"^(python3 -m venv |pip install |\. \.venv/bin/activate$)"),
                     "creates or fills the environment this test runs in"),
     "test suite": (re.compile(r"^pytest\b"), "the test suite, of which this test is part"),
     "benchmark": (re.compile(r"^python benchmarks/"),
@@ -50,9 +50,11 @@ def readme_blocks() -> list[tuple[int, str, str]]:
 
 
 def shell_commands(text: str) -> list[str]:
-    """The block's commands, one per line, continuation lines joined."""
-    return [c.strip() for c in text.replace("\\\n", " ").splitlines()
-            if c.strip() and not c.strip().startswith("#")]
+    """The block's commands, one per line, continuation lines joined, ``&&`` chains split
+    (so that a chain that makes an environment and then uses it still runs its use)."""
+    lines = [c.strip() for c in text.replace("\\\n", " ").splitlines()
+             if c.strip() and not c.strip().startswith("#")]
+    return [part.strip() for line in lines for part in line.split(" && ")]
 
 
 def not_run_reason(command: str) -> str | None:

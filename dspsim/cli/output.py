@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import textwrap
 from dataclasses import dataclass
 from typing import Iterator, Sequence, Union
 
@@ -134,7 +135,7 @@ class Output:
                           show_header=show_header, box=box.HEAVY_HEAD if boxed else None,
                           pad_edge=boxed, show_edge=boxed, show_lines=row_lines)
             for i in indices:
-                table.add_column(Text(columns[i].header), justify=columns[i].justify,
+                table.add_column(_header(columns[i].header, widths[i]), justify=columns[i].justify,
                                  width=widths[i], overflow="fold",
                                  no_wrap=not columns[i].wrap)
             for r, row in enumerate(rows):
@@ -161,6 +162,12 @@ class Output:
                     parts.append(text.rjust(widths[i]) if column.justify == "right"
                                  else text.ljust(widths[i]))
                 self.console.print(Text("  ".join(parts).rstrip()), markup=False)
+
+
+def _header(header: str, width: int) -> Text:
+    """A header folded between words to ``width``, so that a column of short numbers
+    never cuts its name (rich does not wrap the header of a no-wrap column)."""
+    return Text("\n".join(textwrap.wrap(header, width, break_long_words=False)) or header)
 
 
 def _as_text(cell: Cell) -> Text:

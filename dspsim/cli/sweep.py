@@ -4,12 +4,10 @@ from __future__ import annotations
 import contextlib
 import os
 
-from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
-from rich.table import Table
+from rich.text import Text
 
 from dspsim.cli.args import int_list, name_list, parse_param
+from dspsim.cli.output import Output, number_column, text_column
 from dspsim.sweep.executors import make_executor
 from dspsim.plots import slug, write_sweep_plots
 from dspsim.sim.config import packaged_chips
@@ -64,7 +62,9 @@ def add_sweep(sub) -> None:
     p.add_argument("--out", default=None, metavar="DIR",
                    help=f"sweep folder (default {DEFAULT_SWEEP_DIR}/<ops>-<chips>)")
     p.add_argument("--no-plots", action="store_true", help="write rows only")
-    p.set_defaults(handler=cmd_sweep)
+    p.add_argument("--json", action="store_true",
+                   help="print the rows of this sweep as JSON instead of a table")
+    p.set_defaults(output_handler=cmd_sweep)
 
 
 def spec_from_args(args) -> SweepSpec:
@@ -82,75 +82,89 @@ def default_out(spec: SweepSpec) -> str:
 
 
 @contextlib.contextmanager
-def _resume_hint(store: RowStore, console: Console):
+def _resume_hint(store: RowStore, out: Output):
     """On Ctrl-C, say what was kept and how to go on."""
     try:
         yield
     except KeyboardInterrupt:
-        console.print(f"stopped: {len(store.rows)} rows are kept in {store.folder}; run the same "
-                      f"command again to resume")
+        out.error(f"stopped: {len(store.rows)} rows are kept in {store.folder}; run the same "
+                  f"command again to resume")
         raise
 
 
-def _run_with_progress(the_plan: Plan, store: RowStore, executor, console: Console):
-    with Progress(TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("runs"), TimeElapsedColumn(), TextColumn("eta"),
-                  TimeRemainingColumn(), TextColumn("{task.description}"),
-                  console=console) as progress:
-        bar = progress.add_task(executor.description, total=None)
-        return run_sweep(the_plan, store, executor,
-                         on_start=lambda total: progress.update(bar, total=total),
-                         on_row=lambda row: progress.advance(bar))
+def _run_with_progress(the_plan: Plan, store: RowStore, executor, out: Output):
+    label = f"sweep ({executor.description})"
+    done, whole = 0, None
+    with out.progress(label) as advance:
+        def on_start(total):
+            nonlocal whole
+            whole = total
+            advance(label, done, whole)
+
+        def on_row(_row):
+            nonlocal done
+            done += 1
+            advance(label, done, whole)
+
+        return run_sweep(the_plan, store, executor, on_start=on_start, on_row=on_row)
 
 
-def cmd_sweep(args, console: Console) -> int:
+def cmd_sweep(args, out: Output) -> int:
     spec = spec_from_args(args)
     the_plan = plan(spec)  # a bad request fails here, before any folder is made
-    out = args.out or default_out(spec)
-    with RowStore(out) as store:
+    folder = args.out or default_out(spec)
+    with RowStore(folder) as store:
         with make_executor(args.workers, args.scheduler) as executor, \
-                _resume_hint(store, console):
-            outcome = _run_with_progress(the_plan, store, executor, console)
+                _resume_hint(store, out):
+            outcome = _run_with_progress(the_plan, store, executor, out)
         rows = [store.rows[k] for k in outcome.keys]
-        plots = [] if args.no_plots else write_sweep_plots(rows_for_plots(store.rows.values()), out)
-    render_rows(rows, console)
-    console.print(f"{outcome.ran} runs done, {outcome.already_done} already in {out} "
-                  f"(of {outcome.planned} planned)")
-    for note in outcome.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
-    console.print(f"rows: {os.path.join(out, CSV)}, {os.path.join(out, JSON)} "
-                  f"(log: {os.path.join(out, JSONL)})")
-    for path in plots:
-        console.print(f"plot: {path}")
+        plots = ([] if args.no_plots
+                 else write_sweep_plots(rows_for_plots(store.rows.values()), folder))
     failed = [r for r in rows if r.get("numerics_ok") is False]
+    if args.json:
+        out.json({"folder": folder, "ran": outcome.ran, "already_done": outcome.already_done,
+                  "planned": outcome.planned, "notes": list(outcome.notes),
+                  "plots": plots, "rows": rows_for_plots(rows)})
+        return 1 if failed else 0
+    render_rows(rows, out)
+    out.line(f"{outcome.ran} runs done, {outcome.already_done} already in {folder} "
+             f"(of {outcome.planned} planned)")
+    for note in outcome.notes:
+        out.line(Text("note:", "yellow"), f" {note}")
+    out.line(f"rows: {os.path.join(folder, CSV)}, {os.path.join(folder, JSON)} "
+             f"(log: {os.path.join(folder, JSONL)})")
+    for path in plots:
+        out.line(f"plot: {path}")
     for row in failed:
-        console.print(f"[red]numerics FAILED:[/] {row['key']} (max rel error "
-                      f"{row['max_rel_error']:.3g})")
+        out.line(Text("numerics FAILED:", "red"), f" {row['key']} (max rel error "
+                 f"{row['max_rel_error']:.3g})")
     return 1 if failed else 0
 
 
-def _verdict(row: dict) -> str:
+def _verdict(row: dict) -> str | Text:
     if not row.get("numerics"):
         return "timing only"
-    return "ok" if row.get("numerics_ok") else "[red]FAILED[/]"
+    return "ok" if row.get("numerics_ok") else Text("FAILED", "red")
 
 
-def render_rows(rows: list[dict], console: Console) -> None:
+SWEEP_COLUMNS = (
+    text_column("chip", key=True), text_column("operator", key=True),
+    number_column("length", key=True), number_column("mask", key=True),
+    number_column("cores"), number_column("cycles"), number_column("µs"),
+    number_column("speedup"), number_column("efficiency"), number_column("DDR ceiling"),
+    number_column("GB/s"), number_column("% DDR peak"), text_column("bound"),
+    text_column("numerics"))
+
+
+def render_rows(rows: list[dict], out: Output) -> None:
     """The headline columns of a sweep's rows as a table."""
-    table = Table(title="sweep", title_justify="left")
-    columns = ("chip", "operator", "length", "mask", "cores", "cycles", "µs", "speedup",
-               "efficiency", "DDR ceiling", "GB/s", "% DDR peak", "bound", "numerics")
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("chip", "operator", "bound",
-                                                               "numerics") else "right")
-
     def fmt(value, pattern):
         return "-" if value is None else format(value, pattern)
 
-    for r in rows_for_plots(rows):
-        table.add_row(r["chip"], r["operator"], f"{r['length']:,}", r["core_mask_hex"],
-                      str(r["cores"]), f"{r['cycles']:,}", f"{r['microseconds']:,.1f}",
-                      fmt(r.get("speedup"), ".2f"), fmt(r.get("parallel_efficiency"), ".0%"),
-                      fmt(r.get("speedup_ddr_ceiling"), ".2f"), f"{r['achieved_gbps']:.2f}",
-                      f"{100 * r['share_of_ddr_peak']:.1f}", r["bound"], _verdict(r))
-    console.print(table)
+    cells = [[r["chip"], r["operator"], f"{r['length']:,}", r["core_mask_hex"],
+              str(r["cores"]), f"{r['cycles']:,}", f"{r['microseconds']:,.1f}",
+              fmt(r.get("speedup"), ".2f"), fmt(r.get("parallel_efficiency"), ".0%"),
+              fmt(r.get("speedup_ddr_ceiling"), ".2f"), f"{r['achieved_gbps']:.2f}",
+              f"{100 * r['share_of_ddr_peak']:.1f}", r["bound"], _verdict(r)]
+             for r in rows_for_plots(rows)]
+    out.table(SWEEP_COLUMNS, cells, title="sweep")

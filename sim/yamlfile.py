@@ -1,0 +1,121 @@
+"""Reading small YAML description files safely: bounded size, depth and alias expansion.
+
+Chip and program descriptions are a few KiB of a few hundred values; a file far beyond
+that is a wrong file or an alias bomb ("billion laughs"), refused with a clear error
+before it costs memory or time. Duplicate keys are refused rather than silently dropped.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from dspsim.sim.errors import ConfigError
+
+MAX_FILE_BYTES = 1 << 20
+MAX_YAML_DEPTH = 32
+MAX_YAML_NODES = 100_000
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """YAML's safe loader, bounded: nesting depth while parsing, and the size of the
+    document once aliases are expanded (an alias bomb is a few lines of text that expand
+    to billions of nodes); duplicate keys are refused rather than silently dropped."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):  # noqa: D102
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise YamlLimit(f"nested more than {MAX_YAML_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def compose_document(self):  # noqa: D102
+        node = super().compose_document()
+        _check_expanded(node)
+        return node
+
+
+class YamlLimit(Exception):
+    """A chip file over one of the bounds of :class:`BoundedLoader`."""
+
+
+def _check_expanded(root) -> None:
+    """Count the document's nodes with every alias expanded; refuse cycles and duplicates."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in _children(node))
+            if sizes[key] > MAX_YAML_NODES:
+                raise YamlLimit(f"expands to more than {MAX_YAML_NODES:,} values once its "
+                                 f"aliases are expanded")
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise YamlLimit("an alias refers to a value that contains it")
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for item_key, _ in node.value:
+                if isinstance(item_key, yaml.ScalarNode):
+                    if item_key.value in seen:
+                        line = item_key.start_mark.line + 1
+                        raise YamlLimit(f"line {line}: duplicate key {item_key.value!r}")
+                    seen.add(item_key.value)
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+
+
+def _children(node) -> list:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def read_yaml_text(path: str, what: str = "a chip description") -> str:
+    """The text of a description file: bounded in size, UTF-8, not binary."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES >> 10} KiB; {what} "
+                          f"is a small YAML file")
+    if b"\0" in data:
+        raise ConfigError(f"{path}: a binary file, not {what} in YAML")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); {what} "
+                          f"is a YAML text file") from None
+
+
+def parse_yaml(text: str, source: str, what: str = "a chip description") -> Any:
+    """Parse a description file's text with the bounded safe loader."""
+    loader = BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    except YamlLimit as exc:
+        raise ConfigError(f"{source}: {exc}; {what} is a small YAML file") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply; {what} is a small YAML "
+                          f"file") from None
+    finally:
+        loader.dispose()
+
