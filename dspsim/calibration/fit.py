@@ -53,7 +53,8 @@ XTOL = 1e-3
 STALL_GAIN = 0.1
 #: The tiles a fit used count as settled when the RMS of ln(searched / fixed-tile cycles)
 #: over the rows at the fitted values is below SETTLED, or when a round moved no key by
-#: more than ROUND_MOVE (log scale) from where the round before ended.
+#: more than ROUND_MOVE (log scale) or half its standard error from where the round
+#: before ended.
 SETTLED = 1e-3
 ROUND_MOVE = 5e-3
 #: Rounds of fit-then-retile before giving up on the tiles settling.
