@@ -176,20 +176,26 @@ class Objective:
         base = self.try_residuals(u)
         if base is None:
             return np.zeros((len(self.log_measured), len(u)))
+        base_values = np.array(list(self.model.applied(self.values(u)).values()), dtype=float)
         columns = []
         for j in range(len(u)):
             h = self.step(u, j)
-            column = np.zeros(len(base))
-            for direction in ((1, -1) if u[j] + h <= upper[j] else (-1, 1)):
+            columns.append(np.zeros(len(base)))
+            tries = [(d, s) for d in ((1, -1) if u[j] + h <= upper[j] else (-1, 1))
+                     for s in (1, 2, 4)]
+            for direction, scale in tries:
                 moved = u.copy()
-                moved[j] = u[j] + direction * h
+                moved[j] = u[j] + direction * h * scale
                 if not lower[j] - 1e-12 <= moved[j] <= upper[j] + 1e-12:
+                    continue
+                value = list(self.model.applied(self.values(moved)).values())[j]
+                actual = math.log(value / base_values[j])  # whole numbers move in steps
+                if actual == 0:
                     continue
                 r = self.try_residuals(moved)
                 if r is not None:
-                    column = (r - base) / (direction * h)
+                    columns[j] = (r - base) / actual
                     break
-            columns.append(column)
         return np.column_stack(columns)
 
 
@@ -305,7 +311,8 @@ def starting_point(objective: Objective, u0: np.ndarray, lower: np.ndarray,
                    upper: np.ndarray) -> np.ndarray:
     """Where to start: a coarse look around the chip file's values.
 
-    Each key is tried half-way (on the log scale) to each of its bounds, the others kept;
+    Each key is tried a quarter of the way (on the log scale) to each of its bounds (a
+    factor of 1.8 with the default bounds), whole numbers also half-way, the others kept;
     then the point that takes every key's best try together. The best of these and the
     chip file's values is where the solver starts: a flat or rugged start (a key that no
     row feels yet, or a whole number whose neighbours are worse) need not trap it.
@@ -314,11 +321,13 @@ def starting_point(objective: Objective, u0: np.ndarray, lower: np.ndarray,
     best_each = u0.copy()
     for j in range(len(u0)):
         costs = {u0[j]: _cost(objective, u0)}
+        fractions = (0.25, 0.5) if objective.model.keys[j].whole else (0.25,)
         for end in (lower[j], upper[j]):
-            u = u0.copy()
-            u[j] = (u0[j] + end) / 2
-            costs[u[j]] = _cost(objective, u)
-            tried.append(u)
+            for fraction in fractions:
+                u = u0.copy()
+                u[j] = u0[j] + (end - u0[j]) * fraction
+                costs[u[j]] = _cost(objective, u)
+                tried.append(u)
         best_each[j] = min(costs, key=costs.get)
     tried.append(best_each)
     return min(tried, key=lambda u: _cost(objective, u))

@@ -31,6 +31,11 @@ from dspsim.sim.errors import ArgumentError, CapacityError, ConfigError, DspSimE
 from dspsim.sim.overrides import apply_overrides, numeric_value, split_key, whole_number_key
 
 
+#: How far (in units, or a tenth of the value if more) a whole number is moved to find a
+#: value the chip accepts.
+SNAP_STEPS = 64
+
+
 @dataclass(frozen=True)
 class FitKey:
     """One key being fitted: where it is, its value in the chip file, whether the format
@@ -65,6 +70,7 @@ class ChipModel:
                                   f"values on a log scale, so it must start from a positive "
                                   f"value: set one in the chip file")
             self.keys.append(FitKey(key, float(value), whole_number_key(key)))
+        self._snapped: dict[tuple, dict[str, float]] = {}
 
     @property
     def originals(self) -> np.ndarray:
@@ -72,12 +78,42 @@ class ChipModel:
 
     def applied(self, values: Sequence[float]) -> dict[str, float]:
         """The values as they would be written: whole numbers rounded where the format
-        takes only whole numbers."""
+        takes only whole numbers, and moved to the nearest whole number the chip accepts
+        where it takes only some (a lane width must be a multiple of every dtype's
+        width), so that a fit never steps onto a chip that cannot exist for that reason."""
         out = {}
         for fit_key, value in zip(self.keys, values):
             value = float(value)
             out[fit_key.key] = max(1, round(value)) if fit_key.whole else value
-        return out
+        if not any(k.whole for k in self.keys):
+            return out
+        rounded = tuple(out.values())
+        if rounded not in self._snapped:
+            snapped = out
+            if not self._valid(out):
+                for fit_key in (k for k in self.keys if k.whole):
+                    found = self._nearest_valid(out, fit_key.key)
+                    if found is not None:
+                        snapped = found
+                        break
+            self._snapped[rounded] = snapped
+        return dict(self._snapped[rounded])
+
+    def _valid(self, applied: dict[str, float]) -> bool:
+        try:
+            config_from_dict(apply_overrides(self.raw, applied, self.path), self.path)
+        except DspSimError:
+            return False
+        return True
+
+    def _nearest_valid(self, applied: dict[str, float], key: str) -> dict[str, float] | None:
+        value = int(applied[key])
+        for distance in range(1, max(SNAP_STEPS, value // 10) + 1):
+            for candidate in (value + distance, value - distance):
+                trial = {**applied, key: candidate}
+                if candidate >= 1 and self._valid(trial):
+                    return trial
+        return None
 
     def config_for(self, values: Sequence[float]) -> ChipConfig:
         """The validated chip with the keys at ``values``; ConfigError if it cannot exist."""
