@@ -13,10 +13,14 @@ import numpy as np
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.machine import ENGINES, Timing
-from dspsim.sim.trace import build_trace, trace_bytes, write_trace
+from dspsim.sim.trace import (TraceModel, chrome_from_model, encode_trace, model_from_timing,
+                              write_trace)
+from dspsim.sim.trace_file import writer_alive
 
 #: the files a saved run holds (see RunResult.save)
-SAVED_FILES = {"result": "result.json", "trace": "trace.json", "chip": "chip.yaml"}
+SAVED_FILES = {"result": "result.json", "trace": "trace.pftrace", "chip": "chip.yaml"}
+#: files of earlier saves that a new save into the same folder replaces
+FORMER_FILES = ("trace.json",)
 
 
 @dataclass(frozen=True)
@@ -128,15 +132,21 @@ class RunResult:
     def tiles(self) -> int:
         return sum(c.tiles for c in self.per_core)
 
-    def trace(self) -> dict[str, Any]:
-        """The call's Chrome trace (see :mod:`dspsim.sim.trace`)."""
+    def trace_model(self) -> TraceModel:
+        """The call's trace, format-neutral (see :mod:`dspsim.sim.trace`)."""
         if self.timing is None:
             raise ValueError("this result was made without timing slices")
-        return build_trace(self.timing, self.metadata, self.clock_mhz * 1e-3)
+        return model_from_timing(self.timing, self.metadata, self.clock_mhz * 1e-3)
 
-    def write_trace(self, path) -> str:
-        """Write the Chrome trace to ``path`` atomically; returns the path."""
-        return write_trace(self.trace(), path)
+    def trace(self) -> dict[str, Any]:
+        """The call's Chrome trace dict (see :mod:`dspsim.sim.trace`)."""
+        return chrome_from_model(self.trace_model())
+
+    def write_trace(self, path, fmt: str | None = None) -> str:
+        """Write the trace to ``path`` atomically; returns the path. A name ending in
+        ``.json`` gets Chrome JSON, any other (``.pftrace``) Perfetto's protobuf, unless
+        ``fmt`` (``"protobuf"`` or ``"json"``) says."""
+        return write_trace(self.trace_model(), path, fmt)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field and computed figure as JSON data (``json.dumps`` takes it as is).
@@ -165,7 +175,8 @@ class RunResult:
     def save(self, folder, *, chip_yaml: str, extra: dict[str, Any] | None = None) -> dict:
         """Keep this run so that it can be reproduced and compared: ``result.json`` (this
         result's :meth:`to_dict`, with ``extra`` such as the command and the numeric
-        check), ``trace.json`` and ``chip.yaml``, the exact chip description it ran on.
+        check), ``trace.pftrace`` (Perfetto's protobuf) and ``chip.yaml``, the exact chip
+        description it ran on.
 
         ``folder`` is created, or may be empty or hold an earlier save (whose files are
         replaced). All three files are written before any is moved into place, so a failure
@@ -175,7 +186,7 @@ class RunResult:
                     "files": dict(SAVED_FILES)}
         contents = {
             "result": (json.dumps(to_jsonable(document), indent=2) + "\n").encode("utf-8"),
-            "trace": trace_bytes(self.trace()),
+            "trace": encode_trace(self.trace_model(), "protobuf"),
             "chip": chip_yaml.encode("utf-8"),
         }
         written = write_folder(os.fspath(folder),
@@ -233,12 +244,13 @@ def write_folder(folder: str, files: dict[str, bytes]) -> dict[str, str]:
     renamed into it.
     """
     folder = os.path.abspath(folder)
-    check_folder(folder, files)
+    check_folder(folder, tuple(files) + FORMER_FILES)
     parent = os.path.dirname(folder)
-    staging = os.path.join(parent, f".{os.path.basename(folder)[:100]}.saving-"
-                                   f"{secrets.token_hex(4)}")
+    prefix = f".{os.path.basename(folder)[:100]}.saving-"
+    staging = os.path.join(parent, f"{prefix}{os.getpid()}-{secrets.token_hex(4)}")
     try:
         os.makedirs(parent, exist_ok=True)
+        _remove_abandoned_staging(parent, prefix)
         os.mkdir(staging)
         for name, data in files.items():
             with open(os.path.join(staging, name), "wb") as handle:
@@ -249,6 +261,9 @@ def write_folder(folder: str, files: dict[str, bytes]) -> dict[str, str]:
             for name in files:
                 os.replace(os.path.join(staging, name), os.path.join(folder, name))
             os.rmdir(staging)
+            for name in FORMER_FILES:  # an earlier save's trace, in its former format
+                if name not in files and os.path.isfile(os.path.join(folder, name)):
+                    os.unlink(os.path.join(folder, name))
         else:
             os.rename(staging, folder)
     except OSError as exc:
@@ -260,7 +275,7 @@ def write_folder(folder: str, files: dict[str, bytes]) -> dict[str, str]:
     return {name: os.path.join(folder, name) for name in files}
 
 
-def check_folder(folder: str, names=tuple(SAVED_FILES.values())) -> None:
+def check_folder(folder: str, names=tuple(SAVED_FILES.values()) + FORMER_FILES) -> None:
     """An ArgumentError unless ``folder`` is new, empty, or holds only files of ``names``."""
     if not os.path.lexists(folder):
         return
@@ -274,6 +289,16 @@ def check_folder(folder: str, names=tuple(SAVED_FILES.values())) -> None:
         raise ArgumentError(f"cannot save to {folder}: it holds other files ({others[0]}"
                             f"{', ...' if len(others) > 1 else ''}); choose a new or empty "
                             f"folder")
+
+
+def _remove_abandoned_staging(parent: str, prefix: str) -> None:
+    """Remove the staging folders of earlier saves whose process was killed mid-save."""
+    for name in os.listdir(parent):
+        if not name.startswith(prefix):
+            continue
+        pid = name[len(prefix):].partition("-")[0]
+        if pid.isdigit() and not writer_alive(int(pid)):
+            _remove_tree(os.path.join(parent, name))
 
 
 def _remove_tree(path: str) -> None:

@@ -196,10 +196,6 @@ def search_counts(timed: Callable[[int], float], fewest: int, most: int, start: 
         if not better:
             break
         current = min(better, key=timed)
-    # between the doublings: the curve is lumpy where transfers are short or engines few
-    for count in (clamp(current * 1.5), clamp(current / 1.5)):
-        timed(count)
-    current = min({current, clamp(current * 1.5), clamp(current / 1.5)}, key=timed)
     if current <= NEIGHBOUR_TILES:
         for count in (current - NEIGHBOURS, current + NEIGHBOURS):
             if fewest <= count <= most:

@@ -3,7 +3,7 @@ import json
 import subprocess
 import sys
 
-from dspsim.sim.trace import validate_trace
+from dspsim.sim.trace import load_trace, validate_trace
 
 
 def dspsim_cli(*args, cwd=None):
@@ -19,9 +19,9 @@ def test_run_prints_report_and_writes_trace_to_default_folder(tmp_path):
     for fragment in ("cycles", "µs", "GB/s", "% of", "bounded by", "per core", "numerics vs float64 "
                      "reference: ok", "max abs error", "trace written to traces/"):
         assert fragment in out, fragment
-    traces = list((tmp_path / "traces").glob("*.json"))
-    assert len(traces) == 1
-    assert validate_trace(json.loads(traces[0].read_text())) == []
+    traces = list((tmp_path / "traces").iterdir())
+    assert [t.suffix for t in traces] == [".pftrace"]  # Perfetto's protobuf by default
+    assert validate_trace(load_trace(traces[0])) == []
 
 
 def test_run_is_reproducible_with_a_seed(tmp_path):

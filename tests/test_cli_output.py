@@ -15,7 +15,7 @@ import dspsim
 from dspsim import kernels
 from dspsim.result import RunResult
 from dspsim.sim.config import packaged_chips
-from dspsim.sim.trace import validate_trace
+from dspsim.sim.trace import load_trace, validate_trace
 
 from terminal import appears_whole, dspsim_cli, dspsim_in_terminal
 
@@ -132,11 +132,11 @@ def test_save_keeps_result_trace_and_the_exact_chip(tmp_path):
     proc = dspsim_cli("run", "hp_gelu_grad_s", "--chip", "mt7004", "--length", "5000",
                       "--seed", "7", "--save", folder, "--no-trace")
     assert proc.returncode == 0, proc.stderr
-    assert sorted(os.listdir(folder)) == ["chip.yaml", "result.json", "trace.json"]
+    assert sorted(os.listdir(folder)) == ["chip.yaml", "result.json", "trace.pftrace"]
     saved = json.loads((folder / "result.json").read_text())
     with open(packaged_chips()["mt7004"], encoding="utf-8") as handle:
         assert (folder / "chip.yaml").read_text() == handle.read()
-    assert validate_trace(json.loads((folder / "trace.json").read_text())) == []
+    assert validate_trace(load_trace(folder / "trace.pftrace")) == []
     assert saved["seed"] == 7 and saved["numerics"]["ok"]
     # the saved chip file reproduces the run
     again = dspsim_cli("run", "hp_gelu_grad_s", "--chip", folder / "chip.yaml", "--length",
@@ -185,7 +185,7 @@ def test_a_chip_name_cannot_lead_the_default_trace_out_of_traces(tmp_path):
                       cwd=work)
     assert proc.returncode == 0, proc.stderr
     written = [os.path.join(d, f) for d, _, files in os.walk(tmp_path) for f in files]
-    traces = [p for p in written if p.endswith(".json")]
+    traces = [p for p in written if p.endswith(".pftrace")]
     assert len(traces) == 1 and os.path.dirname(traces[0]) == str(work / "traces")
     assert sorted(os.listdir(tmp_path)) == ["odd.yaml", "work"]
 

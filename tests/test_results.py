@@ -8,7 +8,7 @@ import pytest
 
 import dspsim
 from dspsim.result import RunResult, to_jsonable
-from dspsim.sim.trace import validate_trace
+from dspsim.sim.trace import load_trace, validate_trace
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +65,11 @@ def test_save_writes_three_files_and_replaces_only_its_own(tmp_path, result):
     chip = dspsim.Chip("ft78ne")
     folder = tmp_path / "saved"
     paths = result.save(folder, chip_yaml=chip.description_yaml, extra={"note": "first"})
-    assert sorted(os.listdir(folder)) == ["chip.yaml", "result.json", "trace.json"]
+    assert sorted(os.listdir(folder)) == ["chip.yaml", "result.json", "trace.pftrace"]
     assert sorted(paths) == ["chip", "result", "trace"]
     document = json.loads((folder / "result.json").read_text())
     assert document["note"] == "first" and document["result"] == result.to_dict()
-    assert validate_trace(json.loads((folder / "trace.json").read_text())) == []
+    assert validate_trace(load_trace(folder / "trace.pftrace")) == []
     result.save(folder, chip_yaml=chip.description_yaml, extra={"note": "second"})
     assert json.loads((folder / "result.json").read_text())["note"] == "second"
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]  # no staging left

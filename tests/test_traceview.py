@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.traces.plot import plot_trace
+from dspsim.traces.plot import _label, chart_rows, legend_entries, plot_trace
 from dspsim.placement import place_operands
 from dspsim.sim.config import load_config, packaged_chips
 from dspsim.sim.errors import ArgumentError
@@ -133,6 +133,33 @@ def test_plot_is_a_real_png(tmp_path):
     assert data[:8] == PNG_MAGIC and len(data) > 20_000
 
 
+def test_plot_rows_and_legend_hold_only_what_the_trace_has(tmp_path):
+    _, path = traced_run(tmp_path, name="fp_relu_grad_p", length=4096)
+    rows = chart_rows(read_trace(path))  # a private call: no launch, no DMA, one core
+    assert [(r.cores, r.thread) for r in rows] == [([0], "vector")]
+    assert [label for label, _ in legend_entries(rows)] == ["vector"]
+    _, path = traced_run(tmp_path, length=4096, core_mask=0x3)
+    rows = chart_rows(read_trace(path))
+    assert [r.thread for r in rows[:1]] == ["call"] and all(r.bars for r in rows)
+    assert [label for label, _ in legend_entries(rows)] == ["dma-in", "vector", "dma-out",
+                                                             "call"]
+
+
+def test_collapse_draws_cores_doing_the_same_work_once(tmp_path):
+    _, path = traced_run(tmp_path, chip="mt7004", length=2**20, core_mask=0xf)
+    trace = read_trace(path)
+    full, collapsed = chart_rows(trace), chart_rows(trace, collapse=True)
+    assert len(full) == 1 + 4 * len(collapsed[1:])
+    assert {tuple(r.cores) for r in collapsed[1:]} == {(0, 1, 2, 3)}
+    assert "cores 0-3 · vector" in [_label(r) for r in collapsed]
+    # cores that finish at different times are kept apart
+    _, staggered = traced_run(tmp_path, length=2**16, core_mask=0xff)
+    rows = chart_rows(read_trace(staggered), collapse=True)
+    assert len({tuple(r.cores) for r in rows[1:]}) > 1
+    out = plot_trace(trace, str(tmp_path / "c.png"), 25.6, 20.48, "DDR", collapse=True)
+    assert open(out, "rb").read()[:8] == PNG_MAGIC
+
+
 def test_compare_reports_total_core_and_engine_changes(tmp_path):
     four, path_a = traced_run(tmp_path, core_mask=0xf)
     eight, path_b = traced_run(tmp_path, core_mask=0xff)
@@ -180,3 +207,17 @@ def test_cli_summary_plot_and_compare(tmp_path):
 
     bad = run_cli("trace", "summary", str(tmp_path / "nope.json"))
     assert bad.returncode == 2 and "cannot read trace" in bad.stderr
+
+
+def test_summary_and_compare_fit_80_columns_without_cutting_a_number(tmp_path):
+    from terminal import dspsim_in_terminal
+    _, path = traced_run(tmp_path, length=2**16, core_mask=0xff)
+    data = json.loads(run_cli("trace", "summary", path, "--json").stdout)
+    status, text = dspsim_in_terminal("trace", "summary", path, columns=80)
+    assert status == 0 and "…" not in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    for core in data["cores"]:
+        for cycles in core["busy"].values():
+            assert f"{cycles:,.0f}" in text
+    status, text = dspsim_in_terminal("trace", "compare", path, path, columns=80)
+    assert status == 0 and "…" not in text

@@ -28,8 +28,11 @@ from dspsim.cli.listings import add_chips, add_ops
 from dspsim.result import check_folder, to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.machine import FIDELITIES
+from dspsim.sim.trace import check_target
 
 DEFAULT_TRACE_DIR = "traces"
+#: Perfetto's protobuf: clean track names and whole-cycle slices in the Perfetto UI
+DEFAULT_TRACE_SUFFIX = ".pftrace"
 
 
 def file_part(text: str, limit: int = 60) -> str:
@@ -47,10 +50,11 @@ def file_part(text: str, limit: int = 60) -> str:
 
 
 def default_trace_path(result) -> str:
-    """``traces/<op>-<chip>-n<length>[-m<mask>].json``, whatever the chip's name holds."""
+    """``traces/<op>-<chip>-n<length>[-m<mask>].pftrace``, whatever the chip's name holds."""
     mask = "" if result.core_mask is None else f"-m{result.core_mask:x}"
     return os.path.join(DEFAULT_TRACE_DIR, f"{file_part(result.operator)}-"
-                        f"{file_part(result.chip.lower())}-n{result.length}{mask}.json")
+                        f"{file_part(result.chip.lower())}-n{result.length}{mask}"
+                        f"{DEFAULT_TRACE_SUFFIX}")
 
 
 # --------------------------------------------------------------------------- run
@@ -77,10 +81,12 @@ def add_run(sub) -> None:
                    help="fix the tile size (bytes per operand buffer) of a shared-storage "
                    "call; default: the size that minimises the call's time")
     p.add_argument("--trace", default=None, metavar="PATH",
-                   help=f"trace file (default {DEFAULT_TRACE_DIR}/<op>-<chip>-n<length>.json)")
+                   help=f"trace file (default {DEFAULT_TRACE_DIR}/<op>-<chip>-n<length>"
+                   f"{DEFAULT_TRACE_SUFFIX}): Perfetto protobuf, or Chrome JSON for chrome://"
+                   f"tracing if PATH ends in .json")
     p.add_argument("--no-trace", action="store_true", help="do not write a trace")
     p.add_argument("--save", default=None, metavar="DIR",
-                   help="keep the run in DIR: result.json, trace.json and chip.yaml (the exact "
+                   help="keep the run in DIR: result.json, trace.pftrace and chip.yaml (the exact "
                    "chip description used), to reproduce or compare it later")
     p.add_argument("--json", action="store_true",
                    help="print the result as JSON (RunResult.to_dict() and the numeric check)")
@@ -101,19 +107,9 @@ def run_document(run, args, trace_path: str | None) -> dict:
     }
 
 
-def _check_trace_path(path: str) -> None:
-    """Refuse, before simulating, a trace path that can never become the trace file."""
-    if os.path.isdir(path):
-        raise ArgumentError(f"--trace {path} is a folder; give a file path such as "
-                            f"{os.path.join(path, 'run.json')}")
-    if os.path.lexists(path) and not os.path.isfile(path):
-        raise ArgumentError(f"--trace {path} exists and is not a regular file; give another "
-                            f"path")
-
-
 def cmd_run(args, out: Output) -> int:
-    if args.trace and not args.no_trace:
-        _check_trace_path(args.trace)
+    if args.trace is not None and not args.no_trace:
+        check_target(args.trace)  # refused before simulating, not after
     if args.save is not None:
         check_folder(os.path.abspath(args.save))
     try:
@@ -128,12 +124,8 @@ def cmd_run(args, out: Output) -> int:
     result, check = run.result, run.check
     trace_path = None
     if not args.no_trace:
-        trace_path = args.trace or default_trace_path(result)
-        try:
-            result.write_trace(trace_path)
-        except OSError as exc:
-            raise ArgumentError(f"cannot write the trace to {trace_path}: "
-                                f"{exc.strerror or exc}") from None
+        trace_path = args.trace if args.trace is not None else default_trace_path(result)
+        result.write_trace(trace_path)
     document = run_document(run, args, trace_path)
     saved = None
     if args.save is not None:

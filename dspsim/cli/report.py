@@ -10,8 +10,9 @@ from rich.text import Text
 
 from dspsim.cli.output import Output, number_column, text_column
 from dspsim.kernels.check import Check
-from dspsim.result import RunResult
+from dspsim.result import SAVED_FILES, RunResult
 from dspsim.sim.machine import ENGINES
+from dspsim.sim.trace import trace_format
 
 
 def _pct(part: float, whole: float) -> str:
@@ -82,7 +83,9 @@ def render(result: RunResult, out: Output, check: Check | None = None,
     for warning in r.warnings:
         out.line(("warning:", "yellow"), " ", warning)
     if trace_path:
-        out.line(f"trace written to {trace_path} (open it in ui.perfetto.dev; 1 ns on its "
-                 f"axis = 1 cycle)")
+        viewer = ("chrome://tracing or ui.perfetto.dev" if trace_format(trace_path) == "json"
+                  else "ui.perfetto.dev")
+        out.line(f"trace written to {trace_path} (open it in {viewer}; 1 ns on its axis = "
+                 f"1 cycle)")
     if saved:
-        out.line(f"run saved in {saved} (result.json, trace.json, chip.yaml)")
+        out.line(f"run saved in {saved} ({', '.join(SAVED_FILES.values())})")

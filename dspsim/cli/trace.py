@@ -1,16 +1,18 @@
-"""``dspsim trace summary|plot|compare``: inspect trace files (see :mod:`dspsim.traces.view`)."""
+"""``dspsim trace summary|plot|compare``: inspect trace files (see :mod:`dspsim.traces.view`).
+
+Printed through :class:`~dspsim.cli.output.Output`: tables fit the terminal, plain columns
+go into a pipe, and text from the trace file is printed as written, never read as markup.
+"""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
-from rich.console import Console
-from rich.table import Table
-
-from dspsim.traces.plot import plot_trace
+from dspsim.cli.output import Output, number_column, text_column
+from dspsim.sim.errors import ArgumentError
 from dspsim.traces.compare import TraceComparison, compare
-from dspsim.traces.view import TraceSummary, read_trace, summarize
+from dspsim.traces.plot import plot_trace
+from dspsim.traces.view import MAX_BUCKETS, TraceSummary, check_buckets, read_trace, summarize
 
 SPARK = " ▁▂▃▄▅▆▇█"
 
@@ -18,33 +20,46 @@ SPARK = " ▁▂▃▄▅▆▇█"
 def add_trace(sub) -> None:
     """Register ``dspsim trace`` and its subcommands."""
     p = sub.add_parser("trace", help="summarise, plot or compare trace files",
-                       description="Read traces written by `dspsim run` (Chrome trace JSON).")
+                       description="Read traces written by `dspsim run`: Perfetto protobuf "
+                       "(.pftrace) or Chrome JSON (.json).")
     tsub = p.add_subparsers(dest="trace_command", required=True, metavar="SUBCOMMAND")
 
     s = tsub.add_parser("summary", help="busy shares, overlap, idle gaps, DDR use, bound, "
                         "critical core")
-    s.add_argument("file", help="trace file (.json)")
-    s.add_argument("--buckets", type=int, default=20,
-                   help="slices of the call in the DDR timeline (default 20)")
+    s.add_argument("file", help="trace file (.pftrace or .json)")
+    s.add_argument("--buckets", default="20", metavar="N",
+                   help=f"slices of the call in the DDR timeline, 1 to {MAX_BUCKETS:,} "
+                   f"(default 20)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
-    s.set_defaults(handler=cmd_summary)
+    s.set_defaults(output_handler=cmd_summary)
 
     pl = tsub.add_parser("plot", help="Gantt chart of cores × engines over the DDR bandwidth")
-    pl.add_argument("file", help="trace file (.json)")
+    pl.add_argument("file", help="trace file (.pftrace or .json)")
     pl.add_argument("-o", "--output", default=None, metavar="PNG",
                     help="image to write (default: the trace's path with .png)")
-    pl.set_defaults(handler=cmd_plot)
+    pl.add_argument("--collapse", action="store_true",
+                    help="draw cores that do the same work at the same cycles (within 0.5%% "
+                    "of the call) once, as 'cores 0-7'")
+    pl.add_argument("--json", action="store_true", help="print what was written as JSON")
+    pl.set_defaults(output_handler=cmd_plot)
 
     c = tsub.add_parser("compare", help="what changed between two runs: total, per core, "
                         "per engine")
     c.add_argument("a", help="first trace (the reference)")
     c.add_argument("b", help="second trace")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    c.set_defaults(handler=cmd_compare)
+    c.set_defaults(output_handler=cmd_compare)
 
 
-def _summary(path: str, buckets: int = 20) -> TraceSummary:
-    return summarize(read_trace(path), buckets)
+def parse_buckets(text: str) -> int:
+    """``--buckets``: a whole number from 1 to MAX_BUCKETS, refused otherwise (never clamped)."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ArgumentError(f"--buckets {text!r:.40} is not a whole number; give 1 to "
+                            f"{MAX_BUCKETS:,}") from None
+    check_buckets(value, "--buckets")
+    return value
 
 
 def _pct(part: float | None, whole: float) -> str:
@@ -52,6 +67,7 @@ def _pct(part: float | None, whole: float) -> str:
 
 
 def summary_json(summary: TraceSummary) -> dict:
+    """The summary as JSON data (vector gaps as their count and total)."""
     data = dataclasses.asdict(summary)
     for core in data["cores"]:
         core["vector_gap_count"] = len(core["vector_gaps"])
@@ -70,72 +86,78 @@ def critical_text(s: TraceSummary) -> str:
     return str(s.critical_core)
 
 
-def cmd_summary(args, console: Console) -> int:
-    summary = _summary(args.file, args.buckets)
+def cmd_summary(args, out: Output) -> int:
+    summary = summarize(read_trace(args.file), parse_buckets(args.buckets))
     if args.json:
-        console.print_json(json.dumps(summary_json(summary)))
+        out.json(summary_json(summary))
         return 0
-    render_summary(summary, console)
+    render_summary(summary, out)
     return 0
 
 
-def render_summary(s: TraceSummary, console: Console) -> None:
+def render_summary(s: TraceSummary, out: Output) -> None:
+    """The summary as text: headline, per-core table, roofline table, DDR use."""
     total = s.total_cycles
     clock = float(s.metadata.get("clock_mhz") or 1.0)
-    console.print(f"[bold]{s.label}[/]: {s.cycles:,} cycles ({s.cycles / clock:,.3f} µs at "
-                  f"{clock:g} MHz)", highlight=False)
-    console.print(f"bounded by [bold]{s.bound}[/]; critical core (finishes last): "
-                  f"{critical_text(s)}; "
-                  + ", ".join(f"{k} {v:,.0f} cycles" for k, v in s.call_cycles.items()),
-                  highlight=False)
+    out.line((s.label, "bold"), f": {s.cycles:,} cycles ({s.cycles / clock:,.3f} µs at "
+             f"{clock:g} MHz)")
+    out.line("bounded by ", (s.bound, "bold"), f"; critical core (finishes last): "
+             f"{critical_text(s)}; "
+             + ", ".join(f"{k} {v:,.0f} cycles" for k, v in s.call_cycles.items()))
 
-    cores = Table(title="per core: engine busy cycles (share of the call)", title_justify="left")
-    for column in ("core", "tiles", *s.engines, "active", "DMA∥vector", "vector gaps",
-                   "gap cycles", "longest", "finish", "slack"):
-        cores.add_column(column, justify="right")
+    columns = [number_column("core", key=True), number_column("tiles"),
+               *(number_column(e) for e in s.engines), number_column("active"),
+               number_column("DMA∥vector"), number_column("vector gaps"),
+               number_column("gap cycles"), number_column("longest"),
+               number_column("finish"), number_column("slack")]
     finish_max = max((c.finish for c in s.cores), default=0.0)
+    rows, styles = [], []
     for c in s.cores:
         gaps = c.vector_gaps
-        style = "bold" if c.core == s.critical_core else None
-        cores.add_row(str(c.core), str(c.tiles),
-                      *(f"{c.busy.get(e, 0):,.0f} ({_pct(c.busy.get(e, 0), total)})"
-                        for e in s.engines),
-                      _pct(c.active, total), f"{c.overlap:,.0f} ({_pct(c.overlap, c.active)})",
-                      str(len(gaps)), f"{sum(gaps):,.0f}", f"{max(gaps, default=0):,.0f}",
-                      f"{c.finish:,.0f}", f"{finish_max - c.finish:,.0f}", style=style)
-    console.print(cores)
+        rows.append([str(c.core), f"{c.tiles:,}",
+                     *(f"{c.busy.get(e, 0):,.0f} ({_pct(c.busy.get(e, 0), total)})"
+                       for e in s.engines),
+                     _pct(c.active, total), f"{c.overlap:,.0f} ({_pct(c.overlap, c.active)})",
+                     f"{len(gaps):,}", f"{sum(gaps):,.0f}", f"{max(gaps, default=0):,.0f}",
+                     f"{c.finish:,.0f}", f"{finish_max - c.finish:,.0f}"])
+        styles.append("bold" if c.core == s.critical_core else None)
+    out.table(columns, rows, title="per core: engine busy cycles (share of the call)",
+              row_styles=styles)
 
-    roof = Table(title="roofline: each resource's lower bound", title_justify="left")
-    for column in ("resource", "cycles", "share of actual"):
-        roof.add_column(column, justify="left" if column == "resource" else "right")
-    for name, cycles in sorted(s.roofline_terms.items(), key=lambda kv: -kv[1]):
-        roof.add_row(name + (" ← bound" if name == s.bound else ""), f"{cycles:,.0f}",
-                     _pct(cycles, total))
-    console.print(roof)
+    roof = [[name + (" ← bound" if name == s.bound else ""), f"{cycles:,.0f}",
+             _pct(cycles, total)]
+            for name, cycles in sorted(s.roofline_terms.items(), key=lambda kv: -kv[1])]
+    out.table([text_column("resource", key=True), number_column("cycles"),
+               number_column("share of actual")], roof,
+              title="roofline: each resource's lower bound")
 
     top = max(s.ddr_timeline + [s.ddr_achievable_gbps]) or 1.0
-    spark = "".join(SPARK[min(8, round(8 * g / top))] for g in s.ddr_timeline)
-    console.print(f"DDR: {s.ddr_bytes:,.0f} bytes, mean {s.ddr_mean_gbps:.3f} GB/s = "
-                  f"{_pct(s.ddr_mean_gbps, s.ddr_peak_gbps)} of peak {s.ddr_peak_gbps:g} GB/s, "
-                  f"{_pct(s.ddr_mean_gbps, s.ddr_achievable_gbps)} of achievable "
-                  f"{s.ddr_achievable_gbps:.3g}; saturated {100 * s.ddr_saturated_share:.1f}% "
-                  f"of the call", highlight=False)
-    console.print(f"DDR over time ({len(s.ddr_timeline)} slices, full block = "
-                  f"{top:.3g} GB/s): |{spark}|", highlight=False)
-    console.print("  " + " ".join(f"{g:.2f}" for g in s.ddr_timeline), style="dim",
-                  highlight=False)
+    spark = "".join(SPARK[min(8, max(0, round(8 * g / top)))] for g in s.ddr_timeline)
+    out.line(f"DDR: {s.ddr_bytes:,.0f} bytes, mean {s.ddr_mean_gbps:.3f} GB/s = "
+             f"{_pct(s.ddr_mean_gbps, s.ddr_peak_gbps)} of peak {s.ddr_peak_gbps:g} GB/s, "
+             f"{_pct(s.ddr_mean_gbps, s.ddr_achievable_gbps)} of achievable "
+             f"{s.ddr_achievable_gbps:.3g}; saturated {100 * s.ddr_saturated_share:.1f}% "
+             f"of the call")
+    out.line(f"DDR over time ({len(s.ddr_timeline)} slices, full block = {top:.3g} GB/s): "
+             f"|{spark}|")
+    out.line("  " + " ".join(f"{g:.2f}" for g in s.ddr_timeline), style="dim")
 
 
-def cmd_plot(args, console: Console) -> int:
+def cmd_plot(args, out: Output) -> int:
     trace = read_trace(args.file)
     meta = trace.metadata
     peak, achievable, bound = meta["ddr_peak_gbps"], meta["ddr_achievable_gbps"], meta["bound"]
     output = args.output or os.path.splitext(args.file)[0] + ".png"
-    console.print(f"plot: {plot_trace(trace, output, peak, achievable, bound)}")
+    written = plot_trace(trace, output, peak, achievable, bound, collapse=args.collapse)
+    if args.json:
+        out.json({"plot": written, "trace": args.file, "collapse": args.collapse})
+    else:
+        out.line(f"plot: {written}")
     return 0
 
 
 def comparison_json(cmp: TraceComparison) -> dict:
+    """The comparison as JSON data (the two runs by their labels)."""
     data = {k: v for k, v in dataclasses.asdict(cmp).items() if k not in ("a", "b")}
     data["a"], data["b"] = cmp.a.label, cmp.b.label
     data["cores"] = {str(k): v for k, v in cmp.cores.items()}
@@ -152,41 +174,41 @@ def _delta(a: float | None, b: float | None) -> tuple[str, str, str, str]:
     return show(a), show(b), f"{b - a:+,.0f}", change
 
 
-def cmd_compare(args, console: Console) -> int:
-    a = _summary(args.a)
-    b = _summary(args.b)
+def cmd_compare(args, out: Output) -> int:
+    a = summarize(read_trace(args.a))
+    b = summarize(read_trace(args.b))
     cmp = compare(a, b)
     if args.json:
-        console.print_json(json.dumps(comparison_json(cmp)))
+        out.json(comparison_json(cmp))
         return 0
-    console.print(f"A: {a.label}\nB: {b.label}", highlight=False)
+    out.line(f"A: {a.label}")
+    out.line(f"B: {b.label}")
     for key, (va, vb) in cmp.metadata.items():
-        console.print(f"  {key}: {va} → {vb}", highlight=False)
+        out.line(f"  {key}: {str(va)[:200]} → {str(vb)[:200]}")
     ta, tb = a.cycles, b.cycles
-    console.print(f"total: {ta:,} → {tb:,} cycles ({_delta(ta, tb)[3]}; "
-                  f"{cmp.microseconds[0]:,.3f} → {cmp.microseconds[1]:,.3f} µs; B is "
-                  f"{ta / tb:.2f}× as fast as A)" if tb else "total: B has no cycles",
-                  highlight=False)
-    console.print(f"bound: {cmp.bound[0]} → {cmp.bound[1]}; critical core: "
-                  f"{critical_text(a)} → {critical_text(b)}; mean DDR "
-                  f"{cmp.ddr_mean_gbps[0]:.3f} → {cmp.ddr_mean_gbps[1]:.3f} GB/s",
-                  highlight=False)
-    engines = Table(title="per engine: busy cycles added up over the cores", title_justify="left")
-    for column in ("engine", "A", "B", "Δ", "change"):
-        engines.add_column(column, justify="left" if column == "engine" else "right")
-    for engine, (va, vb) in cmp.engines.items():
-        engines.add_row(engine, *_delta(va, vb))
-    console.print(engines)
-    cores = Table(title="per core: cycles A → B (Δ)", title_justify="left")
-    cores.add_column("core", justify="right")
+    out.line(f"total: {ta:,} → {tb:,} cycles ({_delta(ta, tb)[3]}; "
+             f"{cmp.microseconds[0]:,.3f} → {cmp.microseconds[1]:,.3f} µs; B is "
+             f"{ta / tb:.2f}× as fast as A)" if tb else "total: B has no cycles")
+    out.line(f"bound: {cmp.bound[0]} → {cmp.bound[1]}; critical core: "
+             f"{critical_text(a)} → {critical_text(b)}; mean DDR "
+             f"{cmp.ddr_mean_gbps[0]:.3f} → {cmp.ddr_mean_gbps[1]:.3f} GB/s")
+    out.table([text_column("engine", key=True), number_column("A"), number_column("B"),
+               number_column("Δ"), number_column("change")],
+              [[engine, *_delta(va, vb)] for engine, (va, vb) in cmp.engines.items()],
+              title="per engine: busy cycles added up over the cores")
     names = ["finish"] + list(cmp.engines)
-    for name in names:
-        cores.add_column(name if name == "finish" else f"{name} busy", justify="right")
+    columns = [number_column("core", key=True)] + [
+        number_column(name if name == "finish" else f"{name} busy") for name in names]
+    rows = []
     for core, entry in cmp.cores.items():
-        cells = []
+        cells = [str(core)]
         for name in names:
-            va, vb, d, change = _delta(*entry[name])
+            va, vb, d, _ = _delta(*entry[name])
             cells.append(f"{va} → {vb} ({d})" if d != "-" else f"{va} → {vb}")
-        cores.add_row(str(core), *cells)
-    console.print(cores)
+        rows.append(cells)
+    out.table(columns, rows, title="per core: cycles A → B (Δ)")
     return 0
+
+
+__all__ = ["add_trace", "cmd_compare", "cmd_plot", "cmd_summary", "comparison_json",
+           "parse_buckets", "render_summary", "summary_json"]

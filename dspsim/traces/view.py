@@ -1,9 +1,11 @@
 """Reading dspsim traces back: per-core engine activity, DDR use, bound, and differences.
 
-A trace (see :mod:`dspsim.sim.trace`) holds one process per core with one thread per
-engine (``dma-in``, ``vector``, ``dma-out``; ``dma-in.0``, ``dma-in.1``… when a core
-has several engines per direction), a call process with the launch and barrier slices
-and the "DDR bandwidth" counter, and a ``metadata`` object. Slices carry their exact
+A trace (see :mod:`dspsim.sim.trace`; Perfetto protobuf or Chrome JSON, both read into one
+model) holds a group of tracks per core with one track per engine (``dma-in``, ``vector``,
+``dma-out``; ``dma-in.0``, ``dma-in.1``… when a core has several engines per direction),
+a call group with the launch and barrier slices and the "DDR bandwidth" counter, and a
+``metadata`` object. Every value the summary uses is checked as it is read, so a
+malformed file ends in an ArgumentError naming what is wrong. Slices carry their exact
 cycles in ``args`` (``start_cycle``, ``cycles``) and their bytes and memory region.
 
 The bounding resource, the roofline terms and the DDR peak and achievable bandwidths are
@@ -13,117 +15,19 @@ rather than modelling the chip a second time, so it needs no chip description.
 from __future__ import annotations
 
 import math
-import os
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.machine import ENGINES as ENGINE_ORDER
-from dspsim.sim.trace import load_trace
-CALL = "call"
+from dspsim.traces.read import CALL, MODEL_METADATA, Trace, TraceSlice, read_trace
 
-
-@dataclass(frozen=True)
-class TraceSlice:
-    """One engine activity, in exact cycles."""
-
-    core: int | None  # None: the call track (launch, barrier)
-    thread: str  # dma-in, dma-in.1, vector, ...
-    name: str
-    start: float
-    cycles: float
-    args: dict
-
-    @property
-    def engine(self) -> str:
-        return self.thread.partition(".")[0]
-
-    @property
-    def end(self) -> float:
-        return self.start + self.cycles
-
-
-@dataclass
-class Trace:
-    """A parsed trace file."""
-
-    path: str
-    metadata: dict[str, Any]
-    total_cycles: float
-    slices: list[TraceSlice]
-    ddr: list[tuple[float, float]]  # (cycle, GB/s in use from then on)
-
-    @property
-    def cores(self) -> list[int]:
-        return sorted({s.core for s in self.slices if s.core is not None})
-
-    def of_core(self, core: int | None) -> list[TraceSlice]:
-        return [s for s in self.slices if s.core == core]
-
-    def label(self) -> str:
-        m = self.metadata
-        mask = "" if m.get("core_mask") is None else f", core_mask {m['core_mask']:#x}"
-        return (f"{m.get('chip')} · {m.get('operator')} · {m.get('dtype')} · "
-                f"n={m.get('length', 0):,}{mask}")
-
-
-def _names(events: list[dict]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
-    processes, threads = {}, {}
-    for event in events:
-        if event.get("ph") != "M":
-            continue
-        name = (event.get("args") or {}).get("name")
-        if event.get("name") == "process_name":
-            processes[event.get("pid")] = name
-        elif event.get("name") == "thread_name":
-            threads[(event.get("pid"), event.get("tid"))] = name
-    return processes, threads
-
-
-def _core_of(process: str | None, path: str, pid) -> int | None:
-    if process and process.startswith("core "):
-        return int(process.split()[1])
-    if process and process.endswith(" call"):
-        return None
-    raise ArgumentError(f"{path}: process {pid} is named {process!r}, neither 'core N' nor "
-                        f"'<chip> call'; is this a dspsim trace?")
-
-
-def read_trace(path: str | os.PathLike) -> Trace:
-    """Parse a dspsim trace file; a clear error if it is not one."""
-    path = os.fspath(path)
-    data = load_trace(path)
-    metadata = data.get("metadata")
-    if not isinstance(metadata, dict) or "total_cycles" not in metadata:
-        raise ArgumentError(f"{path} has no dspsim metadata (chip, operator, total_cycles); "
-                            f"write traces with `dspsim run` or RunResult.write_trace")
-    missing = [key for key in MODEL_METADATA if key not in metadata]
-    if missing:
-        raise ArgumentError(f"{path}: its metadata lacks {', '.join(missing)}; write the trace "
-                            f"again with this dspsim (`dspsim run` or RunResult.write_trace)")
-    events = data["traceEvents"]
-    processes, threads = _names(events)
-    slices, ddr = [], []
-    try:
-        for event in events:
-            if event.get("ph") == "X":
-                args = event.get("args") or {}
-                start = args.get("start_cycle", event["ts"] * 1000)
-                cycles = args.get("cycles", event["dur"] * 1000)
-                core = _core_of(processes.get(event["pid"]), path, event["pid"])
-                thread = threads.get((event["pid"], event["tid"]), CALL)
-                slices.append(TraceSlice(core, thread, event["name"], float(start),
-                                         float(cycles), args))
-            elif event.get("ph") == "C" and event.get("name") == "DDR bandwidth":
-                ddr.append((round(event["ts"] * 1000), float(event["args"]["GB/s"])))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ArgumentError(f"{path}: malformed trace event ({exc!r}); is this a dspsim "
-                            f"trace?") from None
-    return Trace(path, metadata, float(metadata["total_cycles"]), slices, sorted(ddr))
-
-
-#: What the simulator measured and the summary reports as is.
-MODEL_METADATA = ("roofline_terms", "bound", "ddr_peak_gbps", "ddr_achievable_gbps")
+__all__ = ["CALL", "MODEL_METADATA", "MAX_BUCKETS", "Trace", "TraceSlice", "TraceSummary",
+           "CoreSummary", "check_buckets", "gaps", "intersection", "length_of", "merge",
+           "read_trace", "summarize"]
 
 
 # ----------------------------------------------------------------------------- intervals
@@ -210,15 +114,29 @@ class TraceSummary:
 
 def _ddr_average(samples: list[tuple[float, float]], lo: float, hi: float) -> float:
     """Mean of the step function ``samples`` over [lo, hi)."""
-    if hi <= lo:
-        return 0.0
-    total = 0.0
-    for i, (cycle, rate) in enumerate(samples):
-        nxt = samples[i + 1][0] if i + 1 < len(samples) else hi
-        a, b = max(cycle, lo), min(nxt, hi)
-        if b > a:
-            total += rate * (b - a)
-    return total / (hi - lo)
+    return float(_ddr_averages(samples, [lo], [hi])[0])
+
+
+def _ddr_averages(samples: list[tuple[float, float]], lows, highs) -> np.ndarray:
+    """Means of the step function ``samples`` over each [low, high), all at once."""
+    lows, highs = np.asarray(lows, float), np.asarray(highs, float)
+    if not samples:
+        return np.zeros(len(lows))
+    times = np.array([c for c, _ in samples], float)
+    rates = np.array([r for _, r in samples], float)
+    # the integral of the rate from the first sample to each sample
+    area = np.concatenate(([0.0], np.cumsum(rates[:-1] * np.diff(times))))
+
+    def integral(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(times, t, side="right") - 1
+        inside = k >= 0
+        k = np.clip(k, 0, None)
+        return np.where(inside, area[k] + rates[k] * (t - times[k]), 0.0)
+
+    width = highs - lows
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = (integral(highs) - integral(lows)) / width
+    return np.where(width > 0, means, 0.0)
 
 
 def _core_summary(trace: Trace, core: int) -> CoreSummary:
@@ -237,6 +155,18 @@ def _core_summary(trace: Trace, core: int) -> CoreSummary:
         vector_gaps=vector_gaps)
 
 
+#: The most slices the DDR timeline of a summary may have.
+MAX_BUCKETS = 10_000
+
+
+def check_buckets(buckets, name: str = "buckets") -> None:
+    """An ArgumentError unless ``buckets`` is a whole number from 1 to MAX_BUCKETS."""
+    if isinstance(buckets, bool) or not isinstance(buckets, numbers.Integral) or not (
+            1 <= buckets <= MAX_BUCKETS):
+        raise ArgumentError(f"{name} {buckets!r:.40} must be a whole number from 1 to "
+                            f"{MAX_BUCKETS:,} (the slices of the DDR timeline)")
+
+
 def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     """Per-core engine activity, DDR use over time, the bound and the critical core."""
     total = trace.total_cycles
@@ -246,9 +176,10 @@ def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     bound = meta["bound"] or "none (length 0)"
     ddr_bytes = sum(s.args.get("bytes", 0) for s in trace.slices
                     if s.args.get("region") == "ddr" and s.core is not None)
-    buckets = max(1, buckets)
-    timeline = [_ddr_average(trace.ddr, total * i / buckets, total * (i + 1) / buckets)
-                for i in range(buckets)]
+    check_buckets(buckets)
+    buckets = int(buckets)
+    edges = [total * i / buckets for i in range(buckets + 1)]
+    timeline = [float(g) for g in _ddr_averages(trace.ddr, edges[:-1], edges[1:])]
     achievable = float(meta["ddr_achievable_gbps"])
     saturated = sum(min(nxt, total) - cycle for (cycle, rate), nxt in
                     zip(trace.ddr, [c for c, _ in trace.ddr[1:]] + [total])
