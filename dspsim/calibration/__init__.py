@@ -8,7 +8,7 @@ sensitivity and whether the data pin it down, and every row before and after.
 comments otherwise unchanged; :func:`plot_calibration` draws predicted against measured.
 """
 from dspsim.calibration.driver import calibrate
-from dspsim.calibration.fit import parse_bounds
+from dspsim.calibration.bounds import parse_bounds
 from dspsim.calibration.measurements import Measurement, MeasurementError, load_measurements
 from dspsim.calibration.results import Calibration, KeyFit, RowFit
 from dspsim.calibration.synthetic import (calls, synthetic_measurements, write_measurements)

@@ -8,8 +8,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from dspsim.calibration.bounds import log_bounds
+from dspsim.calibration.determination import determination
 from dspsim.calibration.fit import (MAX_ROUNDS, ROUND_MOVE, SETTLED, Objective, Progress,
-                                    determination, local_fit, log_bounds, starting_point)
+                                    local_fit, starting_point)
 from dspsim.calibration.measurements import MeasurementError, load_measurements
 from dspsim.calibration.model import CallTimer, ChipModel, reported_cycles
 from dspsim.calibration.results import Calibration, KeyFit, RowFit

@@ -19,27 +19,16 @@ that moves the rows only as another key does (collinear columns), is not pinned 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from dspsim.calibration.measurements import MeasurementError
 from dspsim.calibration.model import CallTimer, ChipModel
-from dspsim.sim.errors import ArgumentError, ConfigError, DspSimError
+from dspsim.sim.errors import ConfigError
 
-#: Default search range of a key: its value in the chip file divided or multiplied by this.
-DEFAULT_RANGE = 10.0
 #: Secant step in log space (5%): wide enough to see across the model's small steps.
 JAC_STEP = 0.05
-#: A key whose RMS elasticity over the rows is below this moves no row: a 10% change moves
-#: the cycles by less than 0.1% on average.
-INSENSITIVE = 0.01
-#: Smallest singular value of the Jacobian with unit columns below which keys are
-#: collinear: their columns are within about 8 degrees of a common direction.
-COLLINEAR = 0.1
-#: A key whose standard error (log scale) exceeds this is only loosely determined (±28%).
-LOOSE = 0.25
 #: Residual (log scale) of every row at values the chip cannot have.
 PENALTY = 10.0
 #: Steps of the solver between full secant Jacobians (Broyden updates in between).
@@ -65,26 +54,6 @@ Progress = Callable[[str, int, int], None]
 
 class _Stop(Exception):
     """The fit has used its budget of evaluations."""
-
-
-def parse_bounds(texts: Sequence[str]) -> dict[str, tuple[float, float]]:
-    """``KEY=LO:HI`` texts (``--bounds``) as ``{key: (lo, hi)}``."""
-    bounds: dict[str, tuple[float, float]] = {}
-    for text in texts:
-        key, sep, rest = text.partition("=")
-        low, colon, high = rest.partition(":")
-        try:
-            if not sep or not colon:
-                raise ValueError
-            pair = (float(low), float(high))
-        except ValueError:
-            raise ArgumentError(f"--bounds {text!r}: expected KEY=LO:HI, for example "
-                                f"dma.setup_cycles=50:800") from None
-        key = key.strip()
-        if key in bounds:
-            raise ArgumentError(f"--bounds: key {key!r} given twice")
-        bounds[key] = pair
-    return bounds
 
 
 class Objective:
@@ -230,60 +199,6 @@ class Objective:
         return jacobian
 
 
-def log_bounds(model: ChipModel, given: Mapping[str, tuple[float, float]]) -> tuple[np.ndarray,
-                                                                                 np.ndarray]:
-    """Log-space bounds of every key: given ones checked, default ones kept valid."""
-    names = [k.key for k in model.keys]
-    for key in given:
-        if key not in names:
-            raise ArgumentError(f"--bounds {key}: not a key being fitted ({', '.join(names)})")
-    lower, upper = [], []
-    for index, fit_key in enumerate(model.keys):
-
-        def valid(value: float) -> str | None:
-            values = model.originals.copy()
-            values[index] = value
-            try:
-                model.config_for(values)
-            except DspSimError as exc:
-                return str(exc)
-            return None
-
-        if fit_key.key in given:
-            low, high = given[fit_key.key]
-            if not (0 < low < high) or not math.isfinite(high):
-                raise ArgumentError(f"--bounds {fit_key.key}={low:g}:{high:g}: need "
-                                    f"0 < LO < HI (the fit works on a log scale)")
-            for value in (low, high):
-                problem = valid(value)
-                if problem:
-                    raise ArgumentError(f"--bounds {fit_key.key}: the chip cannot have "
-                                        f"{value:g} there ({problem}); narrow the bounds")
-        else:
-            low, high = fit_key.original / DEFAULT_RANGE, fit_key.original * DEFAULT_RANGE
-            if fit_key.whole:
-                low = max(low, 1.0)
-            low, high = (_valid_end(fit_key.original, end, valid) for end in (low, high))
-        lower.append(math.log(low / fit_key.original))
-        upper.append(math.log(high / fit_key.original))
-    return np.array(lower), np.array(upper)
-
-
-def _valid_end(start: float, end: float, valid: Callable[[float], str | None]) -> float:
-    """The farthest value from ``start`` towards ``end`` that the chip accepts (bisection
-    on a log scale, assuming the valid values around ``start`` form an interval)."""
-    if valid(end) is None:
-        return end
-    inside, outside = 0.0, math.log(end / start)
-    for _ in range(30):
-        middle = (inside + outside) / 2
-        if valid(start * math.exp(middle)) is None:
-            inside = middle
-        else:
-            outside = middle
-    return start * math.exp(inside)
-
-
 def local_fit(objective: Objective, start: np.ndarray, lower: np.ndarray,
               upper: np.ndarray) -> np.ndarray:
     """Bounded trust-region least squares from ``start`` with the objective's tiles; the
@@ -336,56 +251,3 @@ def starting_point(objective: Objective, u0: np.ndarray, lower: np.ndarray,
 def _cost(objective: Objective, u: np.ndarray) -> float:
     r = objective.residuals(u)
     return float(r @ r)
-
-
-@dataclass
-class Determination:
-    """How firmly the rows determine each key (see :func:`determination`)."""
-
-    sensitivity: np.ndarray  # RMS elasticity of each key over the rows
-    largest: np.ndarray  # largest |elasticity| of each key
-    std_error: np.ndarray  # standard error of ln(value); nan where undetermined
-    reasons: list[str]  # "" for a key the data pin down
-
-
-def determination(jacobian: np.ndarray, residuals: np.ndarray,
-                  names: Sequence[str]) -> Determination:
-    """Sensitivities, standard errors and which keys the data do not pin down.
-
-    A key is not pinned down when no row is sensitive to it (RMS elasticity below
-    INSENSITIVE), when its column is nearly a combination of other keys' columns (the
-    Jacobian with unit columns has a singular value below COLLINEAR; the keys weighing in
-    its singular vector are named), or when its standard error exceeds LOOSE.
-    """
-    rows, count = jacobian.shape
-    sensitivity = np.sqrt(np.mean(jacobian ** 2, axis=0))
-    largest = np.max(np.abs(jacobian), axis=0)
-    reasons = ["" for _ in range(count)]
-    live = [j for j in range(count) if sensitivity[j] >= INSENSITIVE]
-    for j in range(count):
-        if j not in live:
-            reasons[j] = (f"no row is sensitive to it (a 10% change moves the cycles by "
-                          f"{sensitivity[j] * 10:.2g}% on average)")
-    std_error = np.full(count, np.nan)
-    if live:
-        sub = jacobian[:, live]
-        unit = sub / np.linalg.norm(sub, axis=0)
-        _, singular, vt = np.linalg.svd(unit, full_matrices=False)
-        for value, vector in zip(singular, vt):
-            if value >= COLLINEAR:
-                continue
-            group = [live[i] for i in np.flatnonzero(np.abs(vector) > 0.3)]
-            for j in group:
-                others = [names[i] for i in group if i != j]
-                if others and not reasons[j]:
-                    reasons[j] = (f"collinear with {', '.join(others)}: the rows determine "
-                                  f"only their combination")
-        variance = float(residuals @ residuals) / (rows - len(live)) if rows > len(live) \
-            else float("nan")
-        covariance = variance * np.linalg.pinv(sub.T @ sub)
-        std_error[live] = np.sqrt(np.maximum(np.diag(covariance), 0.0))
-        for j in live:
-            if not reasons[j] and std_error[j] > LOOSE:
-                reasons[j] = (f"loosely determined: ±{math.expm1(std_error[j]):.0%} "
-                              f"(one standard error)")
-    return Determination(sensitivity, largest, std_error, reasons)

@@ -48,6 +48,7 @@ ALIASES = {"op": "operator", "name": "operator", "mask": "core_mask",
 #: Parameter names of every operator: each may be a column of its own.
 PARAMETER_NAMES = tuple(sorted({p.name for op in kernels.OPERATORS.values() for p in op.params}))
 REGIONS = SHARED_REGIONS + (PRIVATE_REGION,)
+REGION_ALIASES = {"sram": "shared_sram", "msmc": "shared_sram"}
 
 
 class MeasurementError(ArgumentError):
@@ -220,6 +221,7 @@ def _measurement(path: str, number: int, row: dict[str, str]) -> Measurement:
         raise MeasurementError(f"{where}: dtype {dtype!r} is not one of "
                                f"{', '.join(kernels.DTYPES)}")
     region = (row.get("region") or "").lower() or None
+    region = REGION_ALIASES.get(region, region)
     if region is not None and region not in REGIONS:
         raise MeasurementError(f"{where}: region {row['region']!r} is not one of "
                                f"{', '.join(REGIONS)}")

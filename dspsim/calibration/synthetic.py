@@ -15,11 +15,11 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from dspsim.calibration.measurements import Measurement, PARAMETER_NAMES
+from dspsim.calibration.fitted_yaml import atomic_write_text
+from dspsim.calibration.measurements import PARAMETER_NAMES, Measurement
 from dspsim.calibration.model import CallTimer, reported_cycles
 from dspsim.sim.config import config_from_dict, parse_chip_yaml, read_chip_text, resolve_chip_path
 from dspsim.sim.overrides import apply_overrides
-from dspsim.sweep.store import atomic_write
 
 COLUMNS = ("operator", "length", "core_mask", "region", "cycles")
 
@@ -69,7 +69,4 @@ def measurements_csv(rows: Iterable[Measurement], header: str = "") -> str:
 def write_measurements(path: str | os.PathLike, rows: Iterable[Measurement],
                        header: str = "") -> str:
     """Write rows as a measurement CSV (atomically); returns the path."""
-    path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    atomic_write(path, measurements_csv(rows, header).encode("utf-8"))
-    return path
+    return atomic_write_text(path, measurements_csv(rows, header))
