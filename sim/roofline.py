@@ -22,16 +22,26 @@ def roofline_terms(config: ChipConfig, job: Job, cost: VectorCost,
     if job.storage == "private":
         return {"vector unit": vector}
     dma = config.dma
-    rates = [config.bytes_per_cycle(e.bandwidth_gbps) for e in dma.engines]
+    port = config.l2.load_store_bytes_per_cycle
+    # An engine serves one transfer at a time, and a transfer crosses its core's L2 port:
+    # an engine moves at most the slower of its own rate and that port's.
+    rates = [min(config.bytes_per_cycle(e.bandwidth_gbps), port) for e in dma.engines]
     operand_bytes = most_elements * job.itemsize
     operands = len(job.inputs) + len(job.outputs)
     # The DMA engines: one operand's tiles move one after the other (each on one engine at
     # a time), and all the bytes the engines move share their combined rate: the busiest
-    # core's with its own engines, every core's with a shared pool.
-    moved = (job.length if dma.shared else most_elements) * job.itemsize * operands
+    # core's with its own engines (behind its one L2 port), every core's with a shared
+    # pool (behind the ports of the cores that have work).
+    busy_cores = sum(1 for elements in part_elements if elements) or 1
+    if dma.shared:
+        moved = job.length * job.itemsize * operands
+        combined = min(sum(rates), busy_cores * port)
+    else:
+        moved = most_elements * job.itemsize * operands
+        combined = min(sum(rates), port)
     terms = {
         "launch overhead": config.launch_cycles + config.barrier_cycles,
-        "DMA engine": max(operand_bytes / max(rates), moved / sum(rates)),
+        "DMA engine": max(operand_bytes / max(rates), moved / combined),
         "L2 port": operand_bytes * operands / config.l2.load_store_bytes_per_cycle,
         "vector unit": vector,
     }

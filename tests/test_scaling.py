@@ -102,6 +102,20 @@ def test_a_larger_l2_is_never_slower():
     assert cycles[1] <= CORE_STEP * cycles[0] and cycles[2] <= CORE_STEP * cycles[1], cycles
 
 
+def test_engines_behind_a_narrow_l2_port_are_bounded_by_the_port():
+    # an engine serves one transfer at a time through its core's L2 port: two fast engines
+    # behind 2-byte ports move at most 4 bytes a cycle, which the roofline must say
+    raw = copy.deepcopy(RAW["mt7004"])
+    raw["memory"]["l2"]["load_store_bytes_per_cycle"] = 2
+    raw["dma"]["engines_per_core"] = 2
+    raw["dma"]["engine_bandwidth_gbps"] = 100.0
+    chip = dspsim.Chip(config_from_dict(raw, "<narrow L2 port>"))
+    r = timed(chip, "fp_relu_grad_s", 1 << 16, 0x1)
+    moved = 3 * 4 * (1 << 16)
+    assert r.roofline_terms["DMA engine"] == pytest.approx(moved / 2)  # one core, one port
+    assert r.cycles >= r.roofline_cycles
+
+
 # ----------------------------------------------------------------------------- random chips
 SCALING = settings(max_examples=25, deadline=None)
 
