@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from dspsim.sim.job import Job, Operand
 from dspsim.sim.machine import check_fidelity, run_job
 from dspsim.methods import operator_method
 from dspsim.sim.memory import Memory
+
+if TYPE_CHECKING:
+    from dspsim.programs.program import Program
 
 #: Elements per block of the numerics: 1 MiB of fp32, so that a kernel's temporaries stay
 #: in the host's caches (measured fastest between 2^16 and 2^20).
@@ -119,6 +123,13 @@ class Chip:
                 f"{name}: {self.config.name} does not support {cname.dtype.name}; its dtypes are "
                 f"{', '.join(self.config.dtypes)} (use {', '.join(offered)})")
         return cname
+
+    # --------------------------------------------------------------- programs
+    def program(self) -> "Program":
+        """A new program on this chip: calls on streams, run together on one timeline
+        (see :mod:`dspsim.programs`)."""
+        from dspsim.programs.program import Program
+        return Program(self)
 
     # --------------------------------------------------------------- calls
     def call(self, name: str, *args, core: int | None = None, numerics: bool = True,

@@ -34,7 +34,7 @@ from collections import deque
 from typing import Callable
 
 from dspsim.sim.job import Operand
-from dspsim.sim.model import LOAD, CoreGroup, Model
+from dspsim.sim.model import LOAD, CoreGroup, Model, PerCore
 from dspsim.sim.network import Link
 
 #: Bursts an engine may have issued and not yet delivered. Enough to keep both links of a
@@ -255,14 +255,18 @@ class _VectorLoop:
 
 
 class BurstDMA:
-    """Transfers as trains of bursts, arbitrated round-robin on every link."""
+    """Transfers as trains of bursts, arbitrated round-robin on every link.
 
-    def __init__(self, model: Model) -> None:
+    ``model`` is the timeline (or anything with its clock, links and L2 ports): the
+    arbiters are the chip's, shared by every call on it.
+    """
+
+    def __init__(self, model) -> None:
         self.model = model
         self.ddr_busy: list[tuple[float, float]] = []
         self.arbiters = {name: LinkArbiter(model, link, self.ddr_busy if name == "ddr" else None)
                          for name, link in model.links.items()}
-        self.ports = {core: LinkArbiter(model, link) for core, link in model.l2_ports.items()}
+        self.ports = PerCore(lambda core: LinkArbiter(model, model.l2_ports[core]))
 
     def transfer(self, group: CoreGroup, direction: str, operand: Operand, nbytes: int,
                  rate: float, then: Callable) -> None:

@@ -194,6 +194,16 @@ class Memory:
                 f"bytes [{start:#x}, {start + gap[1] - gap[0]:#x}) were never written; "
                 f"write the operand there first (chip.write) before reading it")
 
+    def unwritten(self, span: Span) -> list[tuple[int, int]]:
+        """The sub-ranges of ``span`` never written, as (start, end) addresses."""
+        written, gaps = self._storage(span).written, []
+        start = span.offset
+        while (gap := written.first_gap(start, span.end_offset)) is not None:
+            shift = span.address - span.offset
+            gaps.append((gap[0] + shift, gap[1] + shift))
+            start = gap[1]
+        return gaps
+
     def mark_written(self, span: Span) -> None:
         self._storage(span).written.add(span.offset, span.end_offset)
 

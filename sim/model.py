@@ -1,7 +1,12 @@
-"""What the parts of one simulated call share: the SimPy environment, links, ledgers,
-the cores' timings and the slice log.
+"""What the parts of a simulation share.
 
-Both fidelities (:mod:`dspsim.sim.machine`, :mod:`dspsim.sim.detailed`) build on these.
+A :class:`Timeline` is the chip over a whole run: the SimPy environment, the links (DDR,
+shared SRAM, every core's L2 port), the DMA engines or transfer controllers and the DDR
+counter. A :class:`Model` is one call on a timeline: its job, vector cost, byte ledgers and
+slice log. A plain call is a timeline of its own with one call on it; a program submits
+many calls to one timeline, so that they share its links and engines transfer by transfer.
+
+Both fidelities (:mod:`dspsim.sim.pipeline`, :mod:`dspsim.sim.detailed`) build on these.
 """
 from __future__ import annotations
 
@@ -113,7 +118,7 @@ class SliceLog:
         self.setup_cycles = setup_cycles
         self.cost = cost
         self.activities: list[Activity] = []
-        self._expanded: list[Slice] | None = None
+        self._expanded: dict[float, list[Slice]] = {}
 
     def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
                  start: float, end: float, served_by: str) -> None:
@@ -125,14 +130,18 @@ class SliceLog:
     def call(self, name: str, start: float, end: float, cycles: float) -> None:
         self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
 
-    def slices(self) -> list[Slice]:
-        """Every activity as a Slice of every core that did it, in recording order."""
-        if self._expanded is None:
-            self._expanded = [s for activity in self.activities for s in self._expand(activity)]
-        return self._expanded
+    def slices(self, origin: float = 0.0) -> list[Slice]:
+        """Every activity as a Slice of every core that did it, in recording order, with
+        times counted from cycle ``origin`` of the timeline."""
+        expanded = self._expanded.get(origin)
+        if expanded is None:
+            expanded = self._expanded[origin] = [
+                s for activity in self.activities for s in self._expand(activity, origin)]
+        return expanded
 
-    def _expand(self, activity: Activity):
+    def _expand(self, activity: Activity, origin: float):
         group, engine, operand, tile, start, end = activity[:6]
+        start, end = start - origin, end - origin
         if group is None:
             yield Slice(CALL_TRACK, engine, activity.name, start, end,
                         {"cycles": activity.cycles})
@@ -160,24 +169,42 @@ class SliceLog:
                     "iterations": self.cost.iterations(hi - lo)})
 
 
-class Model:
-    """State shared by everything that runs during one simulated call."""
+class PerCore(dict):
+    """A per-core dictionary whose entries are built on first use."""
 
-    def __init__(self, config: ChipConfig, job: Job, cost: VectorCost, record_slices: bool,
-                 cores: tuple[int, ...]) -> None:
+    def __init__(self, build: Callable[[int], object]) -> None:
+        super().__init__()
+        self._build = build
+
+    def __missing__(self, core: int):
+        value = self[core] = self._build(core)
+        return value
+
+
+class Timeline:
+    """The chip's shared state for a whole run: clock, links, DMA engines, DDR counter.
+
+    The DMA datapath (fluid flow network or burst arbiters) that times transfers is kept
+    here too, created by the first call that needs it, so that every call on the timeline
+    shares it.
+    """
+
+    def __init__(self, config: ChipConfig) -> None:
         self.config = config
-        self.job = job
-        self.cost = cost
         self.env = CountingEnvironment()
-        self.log = SliceLog(job, config.dma.setup_cycles, cost) if record_slices else None
         self.ddr_samples: list[tuple[float, float]] = []
         self.links = {r.name: Link(r.name, config.bytes_per_cycle(r.bandwidth_gbps))
                       for r in config.shared_regions}
-        self.l2_ports = {core: Link(f"l2 port {core}", config.l2.load_store_bytes_per_cycle)
-                         for core in cores}
-        self.pools = engine_pools(config, cores, lambda: self.env.now)
-        self.bytes_read = {r.name: 0 for r in config.shared_regions}
-        self.bytes_written = {r.name: 0 for r in config.shared_regions}
+        # a core's port and engines are made when a call first uses the core: a chip may
+        # describe many more cores than a run uses
+        self.l2_ports = PerCore(lambda core: Link(f"l2 port {core}",
+                                                   config.l2.load_store_bytes_per_cycle))
+        clock = lambda: self.env.now  # noqa: E731
+        shared_pool = engine_pools(config, (0,), clock)[0] if config.dma.shared else None
+        self.pools = PerCore(lambda core: shared_pool if shared_pool is not None
+                              else engine_pools(config, (core,), clock)[core])
+        #: datapath models by kind ("fluid", "bursts"), shared by every call
+        self.datapaths: dict[str, object] = {}
 
     def after(self, delay: float, then: Callable) -> None:
         """Call ``then(event)`` ``delay`` cycles from now."""
@@ -191,4 +218,42 @@ class Model:
         elif not samples or samples[-1][1] != rate:
             samples.append((now, rate))
 
+    def shared(self, kind: str, build: Callable[[], object]):
+        """The timeline's datapath model of ``kind``, built by ``build()`` on first use."""
+        model = self.datapaths.get(kind)
+        if model is None:
+            model = self.datapaths[kind] = build()
+        return model
 
+    def finish(self) -> None:
+        """Let the datapath models summarise what they saw (the DDR counter)."""
+        for model in self.datapaths.values():
+            finish = getattr(model, "finish", None)
+            if finish is not None:
+                finish()
+
+
+class Model:
+    """One call on a timeline: its job, cost, byte ledgers and slice log.
+
+    The chip's shared state (``env``, ``links``, ``l2_ports``, ``pools``) is the
+    timeline's; ``origin`` is the cycle at which the call was launched.
+    """
+
+    def __init__(self, config: ChipConfig, job: Job, cost: VectorCost, record_slices: bool,
+                 timeline: Timeline) -> None:
+        self.config = config
+        self.job = job
+        self.cost = cost
+        self.timeline = timeline
+        self.env = timeline.env
+        self.origin = float(timeline.env.now)
+        self.log = SliceLog(job, config.dma.setup_cycles, cost) if record_slices else None
+        self.links = timeline.links
+        self.l2_ports = timeline.l2_ports
+        self.pools = timeline.pools
+        self.after = timeline.after
+        self.sample_ddr = timeline.sample_ddr
+        self.ddr_samples = timeline.ddr_samples
+        self.bytes_read = {r.name: 0 for r in config.shared_regions}
+        self.bytes_written = {r.name: 0 for r in config.shared_regions}

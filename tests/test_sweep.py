@@ -14,8 +14,9 @@ import pytest
 import dspsim
 from dspsim.sweep import driver as sweep
 from dspsim.sweep.executors import DaskExecutor, ProcessExecutor, SerialExecutor, make_executor
-from dspsim.placement import place_operands
-from dspsim.plots import write_sweep_plots
+from dspsim.placement import c_arguments, place_operands
+from dspsim.sweep.scaling_plot import write_sweep_plots
+from dspsim.sim.config import resolve_chip_path
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sweep import SweepSpec, plan, run_sweep
 from dspsim.sweep.plan import masks_for
@@ -71,8 +72,8 @@ def test_plan_expands_stems_per_dtype_and_skips_what_a_chip_cannot_run():
 def test_core_counts_mean_the_lowest_cores_and_default_to_powers_of_two():
     masks = [r.core_mask for r in plan(small_spec(core_masks=None, core_counts=[1, 2, 4])).runs]
     assert masks == [0x1, 0x3, 0xf] * 2
-    assert masks_for(small_spec(core_masks=None), 8) == [0x1, 0x3, 0xf, 0xff]
-    assert masks_for(small_spec(core_masks=None), 6) == [0x1, 0x3, 0xf, 0x3f]
+    assert masks_for(small_spec(core_masks=None), 8) == ([0x1, 0x3, 0xf, 0xff], "")
+    assert masks_for(small_spec(core_masks=None), 6) == ([0x1, 0x3, 0xf, 0x3f], "")
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -272,7 +273,9 @@ def test_dask_local_cluster_gives_the_same_rows(tmp_path):
             distributed.Client(cluster) as client:
         executor = DaskExecutor(client=client)
         assert "Dask cluster" in executor.description
-        _, on_dask = sweep_into(tmp_path / "dask", small_spec(), executor)
+        outcome, on_dask = sweep_into(tmp_path / "dask", small_spec(), executor)
+    # two threads share one interpreter lock: the sweep says how to start workers instead
+    assert any("--nthreads 1" in note for note in outcome.notes)
     assert {k: r["cycles"] for k, r in on_dask.items()} == \
         {k: r["cycles"] for k, r in serial.items()}
 
@@ -334,3 +337,54 @@ def test_a_bad_sweep_request_fails_before_making_its_folder(tmp_path):
         assert proc.returncode == 2 and "error:" in proc.stderr
         assert "Traceback" not in proc.stderr and "sweep ━" not in proc.stdout
         assert not (tmp_path / "s").exists()
+
+
+def test_figures_of_an_older_chip_description_are_named_so_never_left_stale(tmp_path):
+    with open(resolve_chip_path("mt7004"), encoding="utf-8") as handle:
+        text = handle.read()
+    chip = tmp_path / "mine.yaml"
+    chip.write_text(text)
+    out = str(tmp_path / "study")
+    args = ("sweep", "--ops", "relu_grad", "--chips", str(chip), "--lengths", "2^12,2^13",
+            "--cores", "1,2", "--timing-only", "--out", out)
+    assert run_cli(*args).returncode == 0
+    first = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+    assert first == ["bandwidth-mt7004.png", "speedup-mt7004.png", "time-mt7004.png"]
+    old_digest = csv_rows(out)[0]["config_digest"]
+    chip.write_text(text.replace("setup_cycles: 150", "setup_cycles: 300"))
+    assert run_cli(*args).returncode == 0
+    second = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+    assert second == sorted(first + [f"{kind}-mt7004-older-{old_digest[:8]}.png"
+                                     for kind in ("bandwidth", "speedup", "time")])
+    newest = {r["config_digest"] for r in csv_rows(out)} - {old_digest}
+    assert len(newest) == 1
+    # the plain names now show the new description; a third sweep of the old one swaps them
+    chip.write_text(text)
+    assert run_cli(*args).returncode == 0
+    third = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+    assert f"speedup-mt7004-older-{newest.pop()[:8]}.png" in third
+    assert f"speedup-mt7004-older-{old_digest[:8]}.png" not in third
+
+
+def test_operators_sharing_a_timing_give_the_rows_of_their_own_calls(tmp_path):
+    # most two-input gradients cost the same per vector: a sweep simulates them once,
+    # and each row must still be exactly what its own call gives
+    spec = small_spec(operators=["all"], chips=["ft78ne", "mt7004"], lengths=[3000],
+                      core_masks=[0x3])
+    _, rows = sweep_into(tmp_path, spec)
+    assert len(rows) == 64  # and their one-core baselines
+    chips = {name: dspsim.Chip(name) for name in ("ft78ne", "mt7004")}
+    skip = {"host_seconds", "key", "config_digest", "base_digest", "overrides", "given_values",
+            "baseline_cycles", "speedup", "parallel_efficiency", "speedup_ddr_ceiling"}
+    for row in rows.values():
+        chip = chips[row["chip"].lower()]
+        cname = chip.resolve(row["operator"])
+        addresses = place_operands(chip.config, cname, 3000)
+        for operand in cname.operator.inputs:
+            chip.zero(addresses[operand], 3000, cname.dtype.numpy)
+        args = c_arguments(cname.operator, addresses, 3000, {})
+        direct = chip.call(row["operator"], *args, core_mask=row["core_mask"],
+                           numerics=False).to_row()
+        for column, value in direct.items():
+            if column not in skip:
+                assert row[column] == value, (row["operator"], column)

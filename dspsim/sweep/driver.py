@@ -50,7 +50,7 @@ def run_sweep(the_plan: Plan, store: RowStore, executor: Executor, *,
     after each is stored (notes from refused runs pass ``{}``). Exceptions other than
     the chip refusing a run stop the sweep; rows stored until then stay.
     """
-    notes = list(the_plan.notes)
+    notes = list(the_plan.notes) + list(executor.notes)
     if store.repaired_bytes:
         notes.append(f"cut a torn last line ({store.repaired_bytes} bytes) off rows.jsonl; "
                      f"that run is done again")
@@ -99,6 +99,7 @@ def row_group(row: dict[str, Any]) -> tuple:
 
 
 def rows_for_plots(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows sorted for display: chip, operator, dtype, length, cores, mask."""
-    return sorted(rows, key=lambda r: (r["chip"], r["operator"], r["dtype"], r["length"],
-                                       r["cores"], r["core_mask"]))
+    """Rows sorted for display: chip (as given before its what-if variants), operator,
+    dtype, length, cores, mask."""
+    return sorted(rows, key=lambda r: (r["chip"], r.get("overrides") or "", r["operator"],
+                                       r["dtype"], r["length"], r["cores"], r["core_mask"]))

@@ -12,7 +12,10 @@ is reported with the install command (``pip install 'dspsim[distributed]'``).
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import os
 import signal
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
 
@@ -26,6 +29,8 @@ class Executor:
 
     #: One line saying where tasks run, for the progress display.
     description = "executor"
+    #: What the user should know about where the tasks run (the sweep reports them).
+    notes: tuple[str, ...] = ()
 
     def map_unordered(self, fn: Callable[[Any], Any], items: Iterable[Any]
                       ) -> Iterator[tuple[Any, Any]]:
@@ -56,10 +61,23 @@ class SerialExecutor(Executor):
             yield item, fn(item)
 
 
-def _ignore_interrupts() -> None:
+def _worker_setup() -> None:
+    """Prepare a worker process: ignore Ctrl-C, and end with the sweep that started it."""
     # Ctrl-C reaches the whole process group; the driver alone decides how to stop, so
     # workers must not die with their own KeyboardInterrupt tracebacks.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A worker holds both ends of its task queue, so a driver killed outright (SIGKILL,
+    # OOM killer) never shows up as end-of-file: the worker would wait for tasks forever.
+    # Watch the parent's sentinel instead and leave as soon as it is gone.
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True,
+                         name="dspsim-parent-watch").start()
+
+
+def _exit_with(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)  # the driver is gone: nobody will read this worker's results
 
 
 class ProcessExecutor(Executor):
@@ -78,7 +96,7 @@ class ProcessExecutor(Executor):
         self.description = f"{workers} local worker processes"
         self._pool = ProcessPoolExecutor(max_workers=workers,
                                          mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_ignore_interrupts)
+                                         initializer=_worker_setup)
 
     def map_unordered(self, fn, items):
         pending: dict[Future, Any] = {}
@@ -127,8 +145,9 @@ class DaskExecutor(Executor):
                     f"address") from None
         self.client = client
         self._distributed = distributed
-        workers = len(client.scheduler_info().get("workers", {}))
-        self.description = f"Dask cluster at {client.scheduler.address} ({workers} workers)"
+        workers = client.scheduler_info().get("workers", {})
+        self.description = f"Dask cluster at {client.scheduler.address} ({len(workers)} workers)"
+        self.notes = threads_note(workers)
 
     def map_unordered(self, fn, items):
         futures = {}
@@ -146,6 +165,18 @@ class DaskExecutor(Executor):
     def close(self) -> None:
         if self._owns_client:
             self.client.close()
+
+
+def threads_note(workers: dict) -> tuple[str, ...]:
+    """A note when Dask workers run several threads: a run is mostly Python (the SimPy
+    timing model), so threads of one worker take turns on its interpreter lock and each
+    run takes up to that many times as long as in a process of its own."""
+    threads = max((int(w.get("nthreads", 1)) for w in workers.values()), default=1)
+    if threads <= 1:
+        return ()
+    return (f"the Dask workers run up to {threads} threads each; runs in one worker share its "
+            f"Python interpreter lock, so each takes up to {threads}x as long: start workers "
+            f"with one thread each (dask worker ADDRESS --nworkers N --nthreads 1)",)
 
 
 def import_distributed():

@@ -1,65 +1,30 @@
 """What a sweep runs: chips, operators, masks and lengths expanded into single runs.
 
 :func:`plan` turns a :class:`SweepSpec` into :class:`RunSpec` s, skipping with a note
-what a chip cannot run (a dtype it lacks, a mask naming cores it does not have). A run
-carries its chip description as YAML text, so that any worker, local or remote, can
-rebuild the chip without access to the user's files.
+what a chip cannot run (a dtype it lacks, a mask naming cores it does not have). What-if
+axes (``chip_sets``) turn each chip into a grid of variants, each a validated chip of its
+own (:func:`chip_variants`). A run carries its parsed chip description, so that any
+worker, local or remote, can rebuild the chip without access to the user's files.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
-import yaml
-
 from dspsim import kernels
-from dspsim.sim.config import ChipConfig, config_from_dict, resolve_chip_path
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.machine import FIDELITIES
+from dspsim.sim.overrides import split_key
+from dspsim.sweep.chips import (ChipSpec, chip_label, chip_variants, format_overrides,
+                                unique_chips)
+
+__all__ = ["BASELINE_MASK", "DEFAULT_FIDELITY", "ChipSpec", "Plan", "RunSpec", "SweepSpec",
+           "format_overrides", "format_params", "masks_for", "plan", "resolve_operator"]
 
 #: The one-core run that speedup is measured against.
 BASELINE_MASK = 0x1
 #: The timing model's default fidelity; rows of other fidelities are keyed apart.
 DEFAULT_FIDELITY = "fast"
-
-
-@dataclass(frozen=True)
-class ChipSpec:
-    """A chip description as it travels to workers: its YAML text and a digest of it."""
-
-    name: str  # the chip's own name, e.g. FT78NE
-    source: str  # the YAML file it came from
-    yaml_text: str
-    digest: str  # identifies the description: an edited file means new rows
-    cores: int
-    dtypes: tuple[str, ...]
-
-    @classmethod
-    def load(cls, chip: str) -> "ChipSpec":
-        """Read and validate a packaged chip name or a YAML path."""
-        path = resolve_chip_path(chip)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-        config = _config_from_text(text, path)
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-        return cls(config.name, path, text, digest, config.cores, tuple(config.dtypes))
-
-    def config(self) -> ChipConfig:
-        return _config_from_text(self.yaml_text, self.source)
-
-
-@functools.lru_cache(maxsize=16)
-def _config_from_text(text: str, source: str) -> ChipConfig:
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
-    return config_from_dict(raw, source)
 
 
 @dataclass(frozen=True)
@@ -112,6 +77,9 @@ class SweepSpec:
     numerics: bool = True
     seed: int = 0
     fidelity: str = DEFAULT_FIDELITY
+    #: what-if axes: a key path into the chip description and the values it takes; several
+    #: keys make a grid (see :func:`chip_variants`)
+    chip_sets: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,25 +117,35 @@ def expand_operators(names: list[str]) -> list[str]:
 
 
 def _operator_params(cname: str, given: dict[str, float]) -> tuple[tuple[str, float], ...]:
-    op = kernels.parse(cname).operator
+    """The call's parameters, checked as ``dspsim run`` checks them (finite, in range,
+    representable in the call's dtype), so that a bad value stops the sweep before it runs."""
+    parsed = kernels.parse(cname)
     values = []
-    for param in op.params:
+    for param in parsed.operator.params:
         if param.name in given:
-            values.append((param.name, float(given[param.name])))
+            values.append((param.name, param.validate(cname, given[param.name], parsed.dtype)))
         elif param.default is None:
             raise ArgumentError(f"{cname} needs parameter {param.name}; pass --param "
                                 f"{param.name}=VALUE")
     return tuple(values)
 
 
-def masks_for(spec: SweepSpec, cores: int) -> list[int]:
-    """The masks asked for, before checking them against a chip of ``cores`` cores."""
+def masks_for(spec: SweepSpec, cores: int) -> tuple[list[int], str]:
+    """The masks of a chip of ``cores`` cores, and the requests it cannot run (masks
+    naming cores it lacks, core counts above its own) as text for a note ("" if none)."""
     if spec.core_masks:
-        return list(dict.fromkeys(spec.core_masks))
+        masks = list(dict.fromkeys(spec.core_masks))
+        too_wide = [f"{m:#x}" for m in masks if m >> cores]
+        return [m for m in masks if not m >> cores], (
+            f"core masks {', '.join(too_wide)}" if too_wide else "")
     counts = spec.core_counts
     if not counts:
         counts = sorted({1 << i for i in range(cores.bit_length()) if 1 << i <= cores} | {cores})
-    return [(1 << n) - 1 for n in dict.fromkeys(counts)]
+    counts = list(dict.fromkeys(counts))
+    # a count is checked before its mask is built: 2^40 cores must not build a 2^40-bit mask
+    too_many = [f"{n:,}" for n in counts if n > cores]
+    return [(1 << n) - 1 for n in counts if n <= cores], (
+        f"core counts {', '.join(too_many)}" if too_many else "")
 
 
 def _check_spec(spec: SweepSpec) -> None:
@@ -190,6 +168,10 @@ def _check_spec(spec: SweepSpec) -> None:
     for dtype in spec.dtypes:
         if dtype not in kernels.DTYPES:
             raise ArgumentError(f"unknown dtype {dtype!r}; known: {', '.join(kernels.DTYPES)}")
+    for key, values in spec.chip_sets.items():
+        split_key(key)
+        if not values:
+            raise ArgumentError(f"--set {key}: give at least one value")
 
 
 def _some(names: list[str], shown: int = 4) -> str:
@@ -202,17 +184,30 @@ def _some(names: list[str], shown: int = 4) -> str:
 def plan(spec: SweepSpec) -> Plan:
     """Every run of the sweep, and a note for each combination a chip cannot run."""
     _check_spec(spec)
-    chips = [ChipSpec.load(c) for c in dict.fromkeys(spec.chips)]
-    runs: list[RunSpec] = []
+    chips: list[ChipSpec] = []
     notes: list[str] = []
+    lacking: list[ConfigError] = []
+    given = unique_chips(spec.chips)
+    for chip in given:
+        try:
+            variants, refused = chip_variants(chip, spec.chip_sets)
+        except ConfigError as exc:
+            # a key another chip of the sweep has (FT78NE's dma.controllers, say): this chip
+            # runs as given; a key no chip has is a typo and stops the sweep
+            lacking.append(exc)
+            variants, refused = [chip], [f"{chip.name}: runs only as given: {exc}"]
+        chips.extend(variants)
+        notes.extend(refused)
+    if lacking and len(lacking) == len(given):
+        raise lacking[0]
+    runs: list[RunSpec] = []
     used_params: set[str] = set()
+    skipped_masks: dict[str, list[str]] = {}
     for chip in chips:
-        masks = masks_for(spec, chip.cores)
-        too_wide = [m for m in masks if m >> chip.cores]
+        masks, too_wide = masks_for(spec, chip.cores)
+        label = chip_label(chip)
         if too_wide:
-            notes.append(f"{chip.name} has {chip.cores} cores: skipped core masks "
-                         f"{', '.join(f'{m:#x}' for m in too_wide)}")
-        masks = [m for m in masks if not m >> chip.cores]
+            skipped_masks.setdefault(too_wide, []).append(label)
         unsupported: dict[str, list[str]] = {}
         for name in expand_operators(spec.operators):
             for dtype in dict.fromkeys(spec.dtypes):
@@ -227,9 +222,13 @@ def plan(spec: SweepSpec) -> Plan:
                 runs.extend(RunSpec(chip, cname, length, mask, params, spec.numerics, spec.seed,
                                     spec.fidelity)
                             for length in dict.fromkeys(spec.lengths) for mask in masks)
-        notes.extend(f"{chip.name} does not support {dtype} (its dtypes: "
+        notes.extend(f"{label} does not support {dtype} (its dtypes: "
                      f"{', '.join(chip.dtypes)}): skipped {_some(names)}"
                      for dtype, names in unsupported.items())
+    for what, labels in skipped_masks.items():
+        cores = {c.cores for c in chips if chip_label(c) in labels}
+        has = f"has {cores.pop()} cores" if len(cores) == 1 else "has fewer cores"
+        notes.append(f"{_some(labels)} {has}: skipped {what}")
     unused = sorted(set(spec.params) - used_params)
     if unused and runs:
         raise ArgumentError(f"no swept operator has parameter {unused[0]!r}; check --param")

@@ -2,127 +2,43 @@
 
 Layout of a sweep folder::
 
-    rows.jsonl   one JSON object per finished run, appended and fsynced as each run ends:
-                 the source of truth that resuming reads
-    rows.csv     the same rows as CSV, appended and fsynced alongside
+    rows.jsonl   one JSON object per finished run, appended as each run ends (and fsynced
+                 at least once a second): the source of truth that resuming reads
+    rows.csv     the same rows as CSV, appended alongside
     rows.json    {"columns": [...], "rows": [...], "notes": [...]}, rewritten atomically
                  (temporary file, then rename) every few seconds and when the sweep ends
 
 Each row is appended with a single ``write`` of one whole line, so a killed sweep leaves
-every finished row in place. Only a crash of the machine itself can leave a torn last
-line; opening the store again cuts it off (that run is simply redone) and rebuilds
-rows.csv and rows.json from rows.jsonl, so the three always agree after a resume.
+every finished row in place. A write the file system refuses part of (a full disk, a
+file-size limit) is cut back to the row before it and reported, so rows.jsonl and rows.csv
+never end in half a line; Ctrl-C during an append waits until both files hold the row.
+Only a crash of the machine itself can leave a torn last line; opening the store again
+cuts it off (that run is simply redone) and rebuilds rows.csv and rows.json from
+rows.jsonl, so the three always agree after a resume.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
-import math
 import os
-import tempfile
 import time
-from typing import Any, Iterable
+from typing import Any
 
 from dspsim.sim.errors import ArgumentError
+from dspsim.sweep.files import (COLUMNS, REQUIRED, StoreError, append_whole, atomic_write,
+                                csv_text, fsync_file, interrupts_deferred, json_safe, os_problem,
+                                read_rows, row_line, truncate_quietly)
 
-#: Columns of rows.csv (rows.jsonl and rows.json hold the same keys), in display order.
-COLUMNS = (
-    "chip", "operator", "stem", "dtype", "storage", "length", "core_mask", "core_mask_hex",
-    "cores", "cycles", "microseconds", "baseline_cycles", "speedup", "parallel_efficiency",
-    "speedup_ddr_ceiling", "ddr_floor_cycles", "achieved_gbps", "share_of_ddr_peak",
-    "share_of_ddr_achievable", "ddr_peak_gbps", "ddr_achievable_gbps", "ddr_bytes",
-    "bytes_read", "bytes_written", "roofline_cycles", "roofline_share", "bound",
-    "roofline_launch_overhead", "roofline_ddr", "roofline_shared_sram",
-    "roofline_dma_engine", "roofline_l2_port", "roofline_vector_unit",
-    "vector_busy_share", "dma_in_busy_share", "dma_out_busy_share", "critical_core",
-    "critical_finish_cycle", "tiles", "tile_elements", "lanes", "iteration_cycles",
-    "clock_mhz", "fidelity", "numerics", "numerics_ok", "max_rel_error", "params", "warnings",
-    "scheduled_events", "host_seconds", "config_digest", "key",
-)
+__all__ = ["COLUMNS", "CSV", "JSON", "JSONL", "REQUIRED", "RowStore", "StoreError",
+           "atomic_write", "read_rows"]
 
 JSONL, CSV, JSON, LOCK = "rows.jsonl", "rows.csv", "rows.json", ".lock"
-#: Seconds between rewrites of rows.json while a sweep runs.
+#: Seconds between rewrites of rows.json while a sweep runs (at least; a large rows.json
+#: is rewritten less often, so that rewriting it never takes more than a tenth of the time).
 JSON_REWRITE_INTERVAL_S = 2.0
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new file, never half."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=".tmp", dir=folder)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes files private; these are ordinary outputs
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN and infinities are not JSON: store them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def row_line(row: dict[str, Any]) -> bytes:
-    """One row as a JSON Lines record."""
-    clean = {k: _json_safe(v) for k, v in row.items()}
-    return (json.dumps(clean, sort_keys=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def csv_text(rows: Iterable[dict[str, Any]], header: bool) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore",
-                            lineterminator="\n")
-    if header:
-        writer.writeheader()
-    for row in rows:
-        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in COLUMNS})
-    return buffer.getvalue()
-
-
-def _append_durably(path: str, data: bytes) -> None:
-    # one write() of the whole line on an O_APPEND descriptor, then fsync: a killed
-    # process leaves either the whole line or none of it
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_rows(path: str) -> tuple[list[dict[str, Any]], int]:
-    """Rows of a JSON Lines file and the byte length of its intact part.
-
-    A torn last line (no final newline, or not a JSON object) is left out; a bad line
-    anywhere else is an error naming the file and the line.
-    """
-    with open(path, "rb") as handle:
-        data = handle.read()
-    intact = data.rfind(b"\n") + 1  # whatever follows the last newline is torn
-    lines = data[:intact].split(b"\n")[:-1]
-    rows, offset = [], 0
-    for number, line in enumerate(lines, start=1):
-        try:
-            row = json.loads(line) if line.strip() else None
-            if row is not None and not isinstance(row, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as exc:
-            if number == len(lines):
-                return rows, offset
-            raise ArgumentError(f"{path}: line {number} is not a JSON row ({exc}); delete that "
-                                f"line (or the sweep folder) and run the sweep again") from None
-        if row is not None:
-            rows.append(row)
-        offset += len(line) + 1
-    return rows, intact
+#: Seconds between fsyncs of the appended rows. An fsync per row cost 11 ms on a 2-core
+#: test machine, more than a timing-only run of a small call; a machine crash loses at
+#: most this much of finished rows, which resuming runs again.
+SYNC_INTERVAL_S = 1.0
 
 
 class RowStore:
@@ -135,6 +51,8 @@ class RowStore:
         self.repaired_bytes = 0
         self._lock_fd: int | None = None
         self._last_json_write = 0.0
+        self._json_seconds = 0.0  # how long the last rewrite of rows.json took
+        self._last_sync = 0.0
 
     def path(self, name: str) -> str:
         return os.path.join(self.folder, name)
@@ -145,40 +63,65 @@ class RowStore:
         try:
             os.makedirs(self.folder, exist_ok=True)
         except OSError as exc:
-            raise ArgumentError(f"cannot create sweep folder {self.folder}: "
-                                f"{exc.strerror}") from None
+            raise StoreError(f"cannot create sweep folder {self.folder}: "
+                             f"{os_problem(exc)}") from None
+        if not os.path.isdir(self.folder):
+            raise StoreError(f"--out {self.folder} is not a folder; choose a folder path")
         self._lock()
+        try:
+            self._load()
+        except BaseException:
+            self._unlock()
+            raise
+        return self
+
+    def _load(self) -> None:
         jsonl = self.path(JSONL)
+        if os.path.lexists(jsonl) and not os.path.isfile(jsonl):
+            raise StoreError(f"{jsonl} is not a regular file; move it away or choose another "
+                             f"--out folder")
         if os.path.exists(jsonl):
             rows, good_end = read_rows(jsonl)
             size = os.path.getsize(jsonl)
             if good_end < size:
                 self.repaired_bytes = size - good_end
-                os.truncate(jsonl, good_end)
+                try:
+                    os.truncate(jsonl, good_end)
+                except OSError as exc:
+                    raise StoreError(f"cannot repair {jsonl}: {os_problem(exc)}") from None
             for row in rows:
                 self.rows[row["key"]] = row
         self._rewrite_views()
-        return self
 
-    def close(self) -> None:
-        """Write the final rows.json and release the folder."""
+    def close(self, quiet: bool = False) -> None:
+        """Write the final rows.json and release the folder. ``quiet`` (an error is already
+        on its way out) keeps a failure to write rows.json from hiding that error; the rows
+        stay in rows.jsonl and rows.csv, and the next run rebuilds rows.json."""
         try:
+            self.sync()
             self.write_json()
+        except StoreError:
+            if not quiet:
+                raise
         finally:
             self._unlock()
 
     def __enter__(self) -> "RowStore":
         return self.open()
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, *exc) -> None:
+        self.close(quiet=kind is not None)
 
     def _lock(self) -> None:
         try:
             import fcntl  # noqa: PLC0415 - POSIX only; elsewhere the folder is not locked
         except ImportError:
             return
-        fd = os.open(self.path(LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path(LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot write to sweep folder {self.folder}: {os_problem(exc)}; "
+                             f"choose a folder you can write with --out") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -194,19 +137,52 @@ class RowStore:
 
     # ------------------------------------------------------------------ rows
     def append(self, row: dict[str, Any]) -> None:
-        """Record one finished run durably in rows.jsonl and rows.csv."""
-        _append_durably(self.path(JSONL), row_line(row))
-        _append_durably(self.path(CSV), csv_text([row], header=False).encode("utf-8"))
-        self.rows[row["key"]] = row
-        if time.monotonic() - self._last_json_write >= JSON_REWRITE_INTERVAL_S:
+        """Record one finished run durably in rows.jsonl and rows.csv: in both or in neither.
+
+        A StoreError (disk full, file-size limit, folder gone) leaves both files as they
+        were before the row.
+        """
+        line, text = row_line(row), csv_text([row], header=False).encode("utf-8")
+        sync = time.monotonic() - self._last_sync >= SYNC_INTERVAL_S
+        with interrupts_deferred():
+            try:
+                jsonl_size = append_whole(self.path(JSONL), line, sync)
+                try:
+                    append_whole(self.path(CSV), text, sync)
+                except OSError:
+                    truncate_quietly(self.path(JSONL), jsonl_size)
+                    raise
+            except OSError as exc:
+                raise StoreError(f"cannot add a row to {self.folder}: {os_problem(exc)}; "
+                                 f"the {len(self.rows)} rows before it are kept; free space "
+                                 f"and run the same command again to resume") from None
+            self.rows[row["key"]] = row
+        now = time.monotonic()
+        if sync:
+            self._last_sync = now
+        if now - self._last_json_write >= max(JSON_REWRITE_INTERVAL_S, 10 * self._json_seconds):
             self.write_json()
 
+    def sync(self) -> None:
+        """Flush every appended row to the disk."""
+        for name in (JSONL, CSV):
+            if os.path.exists(self.path(name)):
+                try:
+                    fsync_file(self.path(name))
+                except OSError as exc:
+                    raise StoreError(f"cannot write {self.path(name)}: "
+                                     f"{os_problem(exc)}") from None
+        self._last_sync = time.monotonic()
+
     def write_json(self) -> None:
+        """Rewrite rows.json (atomically) from every row of the folder."""
+        started = time.monotonic()
         document = {"columns": list(COLUMNS),
-                    "rows": [{k: _json_safe(v) for k, v in r.items()} for r in self.rows.values()],
+                    "rows": [{k: json_safe(v) for k, v in r.items()} for r in self.rows.values()],
                     "notes": self.notes}
         atomic_write(self.path(JSON), json.dumps(document, indent=1).encode("utf-8"))
         self._last_json_write = time.monotonic()
+        self._json_seconds = self._last_json_write - started
 
     def _rewrite_views(self) -> None:
         atomic_write(self.path(CSV), csv_text(self.rows.values(), header=True).encode("utf-8"))

@@ -67,7 +67,7 @@ def _core_of(group: str, path: str) -> int | None:
     match = re.fullmatch(r"core (\d{1,6})", group)
     if match:
         return int(match.group(1))
-    if group.endswith(" call"):
+    if group.endswith((" call", " program")):  # a program's streams count as its call
         return None
     raise ArgumentError(f"{path}: a track group is named {group[:60]!r}, neither 'core N' nor "
                         f"'<chip> call'; is this a dspsim trace?")
@@ -126,6 +126,8 @@ def read_trace(path: str | os.PathLike) -> Trace:
     cores = {group: _core_of(group, path) for group in model.groups()}
     slices = []
     for piece in model.slices:
+        if piece.args.get("program_slice"):
+            continue  # a program's parent slice of a call (or an event), not engine activity
         track = model.tracks[piece.track]
         slices.append(TraceSlice(cores[track.group], track.name, piece.name, piece.start,
                                  piece.end - piece.start,

@@ -1,0 +1,148 @@
+"""Buffers of a program file: where they live and what they hold at the start.
+
+A buffer has a length in elements and a dtype; it sits at a given ``address`` or is placed
+automatically in a shared region (``ddr`` by default, or ``shared_sram``), first fit after
+the buffers already there, 64-byte aligned. Its initial contents are random numbers drawn
+from a seed, zeros, or a ``.npy`` file; a buffer without ``init`` must be produced by a
+call before any call reads it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dspsim import kernels
+from dspsim.sim.config import ChipConfig
+from dspsim.sim.errors import DspSimError
+from dspsim.sim.memory import Memory, Span
+
+#: automatic placement aligns every buffer to this many bytes (any dtype, any burst)
+ALIGN = 64
+#: regions a buffer may be placed in automatically
+AUTO_REGIONS = ("ddr", "shared_sram")
+#: elements per block when drawing random contents
+BLOCK_ELEMENTS = 1 << 18
+
+
+@dataclass(frozen=True)
+class Init:
+    """How a buffer starts: ``kind`` is "random", "zeros" or "npy"."""
+
+    kind: str
+    seed: int = 0
+    low: float | None = None  # random: uniform in [low, high) when both are given,
+    high: float | None = None  # standard normal otherwise
+    path: str | None = None  # npy: the file, relative paths from the program file
+
+
+@dataclass
+class Buffer:
+    """One named buffer of a program file."""
+
+    name: str
+    length: int
+    dtype: str
+    address: int | None  # None: placed automatically
+    region: str
+    init: Init | None
+    span: Span | None = None  # once placed
+
+    @property
+    def itemsize(self) -> int:
+        return kernels.DTYPES[self.dtype].itemsize
+
+
+def place(buffers: list[Buffer], config: ChipConfig, memory: Memory, where: dict[str, str],
+          problems: list[str]) -> None:
+    """Give every buffer its span: the given address, or the first free aligned gap of its
+    region. Appends a problem (with the buffer's key path from ``where``) for an address
+    outside the map, a buffer that does not fit, or two buffers that overlap."""
+    for buffer in buffers:
+        if buffer.address is not None:
+            try:
+                buffer.span = memory.resolve(buffer.address, buffer.length * buffer.itemsize,
+                                             alignment=buffer.itemsize)
+            except DspSimError as exc:
+                problems.append(f"{where[buffer.name]}.address: {exc}")
+    placed = sorted((b for b in buffers if b.span is not None),
+                    key=lambda b: (b.span.region, b.span.core or 0, b.span.offset))
+    for a, b in zip(placed, placed[1:]):
+        if a.span.overlaps(b.span):
+            problems.append(
+                f"{where[b.name]}: buffer {b.name!r} [{b.span.address:#x}, "
+                f"{b.span.address + b.span.nbytes:#x}) overlaps buffer {a.name!r} "
+                f"[{a.span.address:#x}, {a.span.address + a.span.nbytes:#x}); move one of "
+                f"them or leave out its address to place it automatically")
+    regions = {r.name: r for r in config.shared_regions}
+    for buffer in buffers:
+        if buffer.address is not None:
+            continue
+        region = regions[buffer.region]
+        taken = sorted((b.span.offset, b.span.end_offset) for b in buffers
+                       if b.span is not None and b.span.region == region.name)
+        nbytes = buffer.length * buffer.itemsize
+        offset = 0
+        for start, end in taken:
+            if offset + nbytes <= start:
+                break
+            offset = max(offset, -(-end // ALIGN) * ALIGN)
+        if offset + nbytes > region.size_bytes:
+            problems.append(
+                f"{where[buffer.name]}: buffer {buffer.name!r} ({nbytes:,} bytes) does not fit "
+                f"in {region.name} ({region.size_bytes:,} bytes) after the buffers placed "
+                f"there; shorten it or place it in another region")
+            continue
+        buffer.span = memory.resolve(region.base_address + offset, nbytes)
+
+
+def load_npy(path: str, buffer: Buffer) -> np.ndarray:
+    """The contents of a ``.npy`` file for ``buffer``: real numbers, exactly its length.
+
+    Raises ValueError with what is wrong (the loader adds the key path).
+    """
+    try:
+        data = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, np.ndarray) or data.dtype.kind not in "biuf":
+        raise ValueError(f"{path} does not hold an array of real numbers")
+    if data.size != buffer.length:
+        raise ValueError(f"{path} holds {data.size:,} values, buffer {buffer.name!r} has "
+                         f"length {buffer.length:,}; make them equal")
+    return data
+
+
+def fill(memory: Memory, buffer: Buffer, base: str) -> None:
+    """Store ``buffer``'s initial contents in ``memory`` (files relative to ``base``)."""
+    init, span = buffer.init, buffer.span
+    dtype = kernels.DTYPES[buffer.dtype].numpy
+    if init.kind == "zeros":
+        memory.zero(span.address, buffer.length, dtype, core=span.core)
+        return
+    if init.kind == "npy":
+        data = load_npy(os.path.join(base, init.path), buffer).reshape(-1)
+        for first in range(0, buffer.length, BLOCK_ELEMENTS):
+            block = np.asarray(data[first:first + BLOCK_ELEMENTS]).astype(dtype)
+            memory.write(span.address + first * buffer.itemsize, block, core=span.core)
+        return
+    for index, first in enumerate(range(0, buffer.length, BLOCK_ELEMENTS)):
+        count = min(BLOCK_ELEMENTS, buffer.length - first)
+        rng = np.random.default_rng([init.seed, index])
+        if init.low is not None and init.high is not None:
+            values = rng.uniform(init.low, init.high, count)
+        else:
+            values = rng.standard_normal(count)
+        memory.write(span.address + first * buffer.itemsize, values.astype(dtype),
+                     core=span.core)
+
+
+def describe(buffer: Buffer) -> dict[str, Any]:
+    """A buffer as plain data, for reports."""
+    span = buffer.span
+    return {"name": buffer.name, "address": hex(span.address) if span else None,
+            "region": span.region if span else buffer.region, "length": buffer.length,
+            "dtype": buffer.dtype, "bytes": buffer.length * buffer.itemsize,
+            "init": None if buffer.init is None else buffer.init.kind}

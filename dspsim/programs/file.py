@@ -1,0 +1,297 @@
+"""Program files: a program described in YAML, validated like chip files.
+
+::
+
+    chip: ft78ne                    # a packaged chip or a chip file (relative to this file)
+    parameters:                     # named numbers; "$name" uses one; the CLI may override
+      n: 65536
+      mask: 0xff
+    buffers:
+      dy: {length: $n, init: {random: {seed: 1}}}     # placed automatically in DDR
+      x:  {length: $n, address: 0xA0000000, init: {random: {seed: 2, low: -3, high: 3}}}
+      dx: {length: $n}                                 # produced by a call
+    streams:
+      main:
+        - call: fp_gelu_grad_s
+          args: [dy, x, dx, $n, $mask]                 # C arguments; operands by buffer name
+        - record: done
+      other:
+        - wait: done
+
+Every problem is reported with the file and the key path (``streams.main[0].args[1]``),
+all of them at once, before anything is placed in memory.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from dspsim import kernels
+from dspsim.chip import Chip
+from dspsim.programs.buffers import AUTO_REGIONS, Buffer, Init, describe, fill, load_npy, place
+from dspsim.programs.program import Initial, Program
+from dspsim.programs.result import ProgramResult
+from dspsim.sim.yamlfile import parse_yaml, read_yaml_text
+from dspsim.sim.errors import ConfigError, DspSimError
+
+_TOP = ("chip", "description", "parameters", "buffers", "streams")
+_BUFFER = ("length", "dtype", "address", "region", "init")
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+class ProgramFileError(ConfigError):
+    """A program file with problems; the message lists each with its key path."""
+
+
+@dataclass
+class ProgramFile:
+    """A program file loaded onto a fresh chip: its program, buffers and parameters."""
+
+    path: str
+    chip: Chip
+    program: Program
+    buffers: list[Buffer]
+    parameters: dict[str, Any]
+    description: str | None = None
+    text: str = field(default="", repr=False)
+
+    def run(self, *, numerics: bool = True, fidelity: str = "fast",
+            races: str = "error") -> ProgramResult:
+        """Run the program; with numerics, the initialised buffers are filled first (once
+        every check has passed)."""
+        initialised = [b for b in self.buffers if b.init is not None]
+        base = os.path.dirname(os.path.abspath(self.path))
+
+        def write() -> None:
+            for buffer in initialised:
+                fill(self.chip.memory, buffer, base)
+
+        initial = Initial(tuple(b.span for b in initialised), write)
+        return self.program.run(numerics=numerics, fidelity=fidelity, races=races,
+                                initial=initial)
+
+    def buffer_table(self) -> list[dict[str, Any]]:
+        """Every buffer as plain data (name, address, region, length, dtype, init)."""
+        return [describe(b) for b in self.buffers]
+
+
+def parse_value(text: str) -> int | float:
+    """A parameter value from the command line: an integer (1024, 0xff, 2^16) or a number."""
+    from dspsim.cli.args import parse_int  # one reading of integers for files and commands
+    try:
+        return parse_int(text)
+    except Exception:  # noqa: BLE001 - not an integer: try a float below
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ProgramFileError(f"parameter value {text!r} is not a number (examples: 4096, "
+                               f"0x0f, 2^16, 0.5)") from None
+
+
+def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = None
+                 ) -> ProgramFile:
+    """Read, validate and load a program file onto a fresh chip.
+
+    ``overrides`` replace parameters of the file (each must exist there). Raises
+    ProgramFileError listing every problem with its key path; nothing is written to the
+    chip's memory (buffers are filled by :meth:`ProgramFile.run`).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ProgramFileError(f"program file {path!r} does not exist or is not a file")
+    text = read_yaml_text(path, "a program file")
+    raw = parse_yaml(text, path, "a program file")
+    return _Loader(path, text, raw, overrides or {}).load()
+
+
+class _Loader:
+    def __init__(self, path: str, text: str, raw: Any, overrides: dict[str, Any]) -> None:
+        self.path, self.text, self.raw, self.overrides = path, text, raw, overrides
+        self.problems: list[str] = []
+
+    def fail_if_any(self) -> None:
+        if self.problems:
+            count = len(self.problems)
+            raise ProgramFileError(f"{self.path}: {count} problem{'s' * (count > 1)}: "
+                                   + "; ".join(self.problems))
+
+    def problem(self, where: str, message: str) -> None:
+        self.problems.append(f"{where}: {message}")
+
+    # ------------------------------------------------------------------ top level
+    def load(self) -> ProgramFile:
+        raw = self.raw
+        if not isinstance(raw, dict):
+            raise ProgramFileError(f"{self.path}: <top level>: must be a mapping with keys "
+                                   f"{', '.join(_TOP)}")
+        for key in sorted(set(raw) - set(_TOP), key=str):
+            self.problem(str(key), f"unknown key; allowed keys: {', '.join(_TOP)}")
+        for key in ("chip", "buffers", "streams"):
+            if raw.get(key) is None:
+                self.problem(key, "missing key")
+        self.fail_if_any()
+        description = raw.get("description")
+        if description is not None and not isinstance(description, str):
+            self.problem("description", f"must be text, got {description!r}")
+        self.params = self.parameters(raw.get("parameters"))
+        chip = self.chip(raw["chip"])
+        self.fail_if_any()
+        buffers = self.buffers(raw["buffers"], chip)
+        self.fail_if_any()
+        program = chip.program()
+        self.streams(raw["streams"], program, {b.name: b for b in buffers})
+        self.fail_if_any()
+        return ProgramFile(self.path, chip, program, buffers, self.params, description,
+                           self.text)
+
+    def parameters(self, node: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        if node is not None and not isinstance(node, dict):
+            self.problem("parameters", f"must be a mapping of names to numbers, got {node!r}")
+            node = {}
+        for name, value in (node or {}).items():
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                self.problem(f"parameters.{name}", "a parameter name is letters, digits and _")
+            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+                self.problem(f"parameters.{name}", f"must be a number, got {value!r}")
+            else:
+                params[name] = value
+        for name, value in self.overrides.items():
+            if name not in params:
+                known = ", ".join(params) or "none"
+                self.problems.append(f"parameter {name!r} given on the command line is not "
+                                     f"in the file's parameters ({known})")
+            else:
+                params[name] = value
+        return params
+
+    def value(self, node: Any, where: str) -> Any:
+        """``node`` with a "$name" parameter reference replaced by its value."""
+        if isinstance(node, str) and node.startswith("$"):
+            match = _PARAM.fullmatch(node)
+            if match is None or match.group(1) not in self.params:
+                known = ", ".join(f"${p}" for p in self.params) or "none defined"
+                self.problem(where, f"unknown parameter {node!r}; parameters: {known}")
+                return None
+            return self.params[match.group(1)]
+        return node
+
+    def integer(self, node: Any, where: str, *, minimum: int = 0) -> int | None:
+        value = self.value(node, where)
+        if value is None and node is not None and str(node).startswith("$"):
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.problem(where, f"must be a whole number >= {minimum}, got {value!r}")
+            return None
+        return value
+
+    def chip(self, node: Any) -> Chip | None:
+        if not isinstance(node, str) or not node:
+            self.problem("chip", f"must be a chip name or chip file, got {node!r}")
+            return None
+        name = node
+        if name.endswith((".yaml", ".yml")) or os.sep in name:
+            name = os.path.join(os.path.dirname(os.path.abspath(self.path)), name)
+        try:
+            return Chip(name)
+        except DspSimError as exc:
+            self.problem("chip", str(exc))
+            return None
+
+    # ------------------------------------------------------------------ buffers
+    def buffers(self, node: Any, chip: Chip) -> list[Buffer]:
+        if not isinstance(node, dict) or not node:
+            self.problem("buffers", "must be a non-empty mapping of buffer names to "
+                         "{length, dtype, address, region, init}")
+            return []
+        buffers, where = [], {}
+        for name, spec in node.items():
+            at = f"buffers.{name}"
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                self.problem(at, "a buffer name is letters, digits, _, . and -")
+                continue
+            buffer = self.buffer(name, spec, at, chip)
+            if buffer is not None:
+                buffers.append(buffer)
+                where[name] = at
+        if not self.problems:
+            place(buffers, chip.config, chip.memory, where, self.problems)
+        return buffers
+
+    def buffer(self, name: str, spec: Any, at: str, chip: Chip) -> Buffer | None:
+        if not isinstance(spec, dict):
+            self.problem(at, f"must be a mapping with keys {', '.join(_BUFFER)}, got {spec!r}")
+            return None
+        for key in sorted(set(spec) - set(_BUFFER), key=str):
+            self.problem(f"{at}.{key}", f"unknown key; allowed keys: {', '.join(_BUFFER)}")
+        length = self.integer(spec.get("length"), f"{at}.length")
+        dtype = spec.get("dtype", "fp32")
+        if dtype not in chip.config.dtypes or dtype not in kernels.DTYPES:
+            self.problem(f"{at}.dtype", f"{dtype!r} is not a dtype of {chip.name}; use one of "
+                         f"{', '.join(chip.config.dtypes)}")
+            dtype = None
+        address = None
+        if spec.get("address") is not None:
+            address = self.integer(spec["address"], f"{at}.address")
+        region = spec.get("region", "ddr")
+        regions = [r.name for r in chip.config.shared_regions if r.name in AUTO_REGIONS]
+        if region not in regions:
+            self.problem(f"{at}.region", f"{region!r} is not a region buffers are placed in; "
+                         f"use one of {', '.join(regions)}, or give an address")
+        elif "region" in spec and "address" in spec:
+            self.problem(f"{at}.region", "give an address or a region, not both")
+        init = self.init(spec.get("init"), f"{at}.init")
+        if length is None or dtype is None or self.problems:
+            return None
+        buffer = Buffer(name, length, dtype, address, region, init)
+        if init is not None and init.kind == "npy":
+            base = os.path.dirname(os.path.abspath(self.path))
+            try:
+                load_npy(os.path.join(base, init.path), buffer)
+            except ValueError as exc:
+                self.problem(f"{at}.init.npy", str(exc))
+        return buffer
+
+    def init(self, node: Any, at: str) -> Init | None:
+        if node is None:
+            return None
+        if node == "zeros":
+            return Init("zeros")
+        if isinstance(node, dict) and len(node) == 1 and "npy" in node:
+            if not isinstance(node["npy"], str) or not node["npy"].endswith(".npy"):
+                self.problem(f"{at}.npy", f"must be the path of a .npy file, got {node['npy']!r}")
+                return None
+            return Init("npy", path=node["npy"])
+        if isinstance(node, dict) and len(node) == 1 and "random" in node:
+            spec = node["random"]
+            if not isinstance(spec, dict) or set(spec) - {"seed", "low", "high"}:
+                self.problem(f"{at}.random", "must be a mapping with seed and, for uniform "
+                             "numbers, low and high")
+                return None
+            seed = self.integer(spec.get("seed", 0), f"{at}.random.seed")
+            low, high = (self.value(spec.get(k), f"{at}.random.{k}") for k in ("low", "high"))
+            if (low is None) != (high is None) or (low is not None and not (
+                    isinstance(low, (int, float)) and isinstance(high, (int, float))
+                    and low < high)):
+                self.problem(f"{at}.random", f"low and high must be numbers with low < high, "
+                             f"got {low!r} and {high!r}")
+                return None
+            return Init("random", seed=seed or 0, low=low, high=high)
+        self.problem(at, f"must be zeros, {{random: {{seed: N}}}} or {{npy: FILE.npy}}, "
+                     f"got {node!r}")
+        return None
+
+    # ------------------------------------------------------------------ streams
+    def streams(self, node: Any, program: Program, buffers: dict[str, Buffer]) -> None:
+        from dspsim.programs.calls import enqueue_items
+        if not isinstance(node, dict) or not node:
+            self.problem("streams", "must be a non-empty mapping of stream names to lists of "
+                         "calls, records and waits")
+            return
+        enqueue_items(self, node, program, buffers)

@@ -1,0 +1,264 @@
+"""The result of a program: per call when it ran and why it waited, per core, DDR, the
+critical path and the bounds that no schedule can beat."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dspsim.result import RunResult, to_jsonable
+from dspsim.sim.machine import ENGINES
+from dspsim.sim.program import ProgramTiming, ScheduledCall
+from dspsim.sim.program_graph import Dependencies
+
+if TYPE_CHECKING:
+    from dspsim.programs.program import Program
+
+#: windows of the DDR utilisation time series
+DDR_WINDOWS = 20
+
+
+@dataclass
+class CallRecord:
+    """One call of a program: where and when it ran, why it waited, and its own result."""
+
+    index: int
+    operator: str
+    stream: str
+    cores: tuple[int, ...]
+    core_mask: int | None
+    enqueue_cycle: int  # every call is enqueued by the host before the program starts
+    ready_cycle: float  # its stream order and events were satisfied
+    start_cycle: float  # its launch began (later than ready if its cores were busy)
+    end_cycle: float  # its barrier ended
+    waited_for: str  # "nothing", "stream order", "event NAME" or "cores busy"
+    after_call: int | None  # the call it waited for last (dependency or core holder)
+    cores_held_by: int | None  # the call holding its cores, when it waited for them
+    dma_model: str  # how its transfers were timed in the program
+    result: RunResult = field(repr=False)
+
+    @property
+    def cycles(self) -> float:
+        return self.end_cycle - self.start_cycle
+
+    @property
+    def waited_cycles(self) -> float:
+        """Cycles between the program's start and this call's launch."""
+        return self.start_cycle - self.enqueue_cycle
+
+
+@dataclass
+class ProgramResult:
+    """Cycles, per-call schedule, per-core use, DDR use and critical path of a program."""
+
+    chip: str
+    fidelity: str
+    clock_mhz: float
+    cycles: int  # the whole program, rounded up
+    streams: list[str]
+    calls: list[CallRecord]
+    per_core: dict[int, dict[str, Any]]
+    ddr: dict[str, Any]
+    bounds: dict[str, float]  # lower bounds in cycles: no schedule of these calls beats them
+    bound: str  # the largest of them: what limits this program
+    critical_path: list[dict[str, Any]]
+    #: per event: the stream recording it, when it completed, the calls its waits released
+    events: list[dict[str, Any]]
+    scheduled_events: int
+    tiles: int
+    warnings: list[str]
+    timing: ProgramTiming | None = field(default=None, repr=False, compare=False,
+                                         metadata={"json": False})
+
+    def __repr__(self) -> str:
+        return (f"ProgramResult({len(self.calls)} calls on {len(self.streams)} streams of "
+                f"{self.chip}: {self.cycles:,} cycles = {self.microseconds:,.3f} us, bound by "
+                f"{self.bound})")
+
+    @property
+    def seconds(self) -> float:
+        return self.cycles / (self.clock_mhz * 1e6)
+
+    @property
+    def microseconds(self) -> float:
+        return self.seconds * 1e6
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every figure as JSON data; each call's RunResult as its own ``to_dict()``."""
+        data = to_jsonable(self)
+        data["seconds"], data["microseconds"] = self.seconds, self.microseconds
+        for record, entry in zip(self.calls, data["calls"]):
+            entry["result"] = record.result.to_dict()
+            entry["cycles"] = record.cycles
+        return data
+
+    def trace(self) -> dict[str, Any]:
+        """The program's Chrome trace (see :mod:`dspsim.programs.trace`)."""
+        from dspsim.programs.trace import build_program_trace
+        return build_program_trace(self)
+
+    def write_trace(self, path) -> str:
+        """Write the program's trace to ``path`` atomically: Perfetto protobuf, or Chrome
+        JSON for a name ending in ``.json``; returns the path."""
+        from dspsim.sim.trace import write_trace
+        return write_trace(self.trace(), path)
+
+
+def build_result(program: "Program", timing: ProgramTiming, graph: Dependencies,
+                 warnings: list[str]) -> ProgramResult:
+    """Assemble the ProgramResult of ``program`` from the model's ProgramTiming."""
+    chip, config = program.chip, program.chip.config
+    records = []
+    for scheduled in timing.calls:
+        bound = program.calls[scheduled.index].bound
+        result = chip._result(bound, scheduled.timing, timing.fidelity)
+        records.append(_record(scheduled, result))
+    cycles = math.ceil(timing.cycles - 1e-9) if timing.cycles else 0
+    ddr_capacity = config.bytes_per_cycle(config.ddr.bandwidth_gbps)
+    bounds = _bounds(config, records, graph, timing)
+    all_warnings = list(warnings) + sorted({w for r in records for w in r.result.warnings})
+    return ProgramResult(
+        chip=config.name, fidelity=timing.fidelity, clock_mhz=config.clock_mhz, cycles=cycles,
+        streams=[s.name for s in program.streams], calls=records,
+        per_core=_per_core(records, timing.cycles),
+        ddr=_ddr(records, timing, ddr_capacity, config.clock_mhz),
+        bounds=bounds, bound=max(bounds, key=bounds.get) if bounds else "none",
+        critical_path=_critical_path(records), events=_events(program, timing),
+        scheduled_events=timing.scheduled_events,
+        tiles=sum(r.result.tiles for r in records), warnings=all_warnings, timing=timing)
+
+
+def _events(program: "Program", timing: ProgramTiming) -> list[dict[str, Any]]:
+    """Each recorded event: its stream, the cycle it completed, and each wait for it: the
+    waiting stream, the first call the wait held (if any), when the stream reached the wait
+    and when the event released it."""
+    from dspsim.programs.program import EnqueuedCall
+    from dspsim.sim.program_graph import RecordItem, WaitItem
+    events: dict[str, dict[str, Any]] = {}
+    for stream in program.streams:
+        for item in stream.items:
+            if isinstance(item, RecordItem):
+                events.setdefault(item.event, {"event": item.event, "waits": []}).update(
+                    recorded_on=stream.name, cycle=timing.event_cycles.get(item.event))
+    ends = {c.index: c.end for c in timing.calls}
+    for stream in program.streams:
+        for position, item in enumerate(stream.items):
+            if isinstance(item, WaitItem) and item.event in events:
+                released = next((i.index for i in stream.items[position + 1:]
+                                 if isinstance(i, EnqueuedCall)), None)
+                earlier = [ends[i.index] for i in stream.items[:position]
+                           if isinstance(i, EnqueuedCall)]
+                reached = max(earlier, default=0.0)
+                recorded = events[item.event].get("cycle")
+                events[item.event]["waits"].append({
+                    "stream": stream.name, "call": released, "reached_cycle": reached,
+                    "released_cycle": max(reached, recorded if recorded is not None else 0.0)})
+    return list(events.values())
+
+
+def _record(scheduled: ScheduledCall, result: RunResult) -> CallRecord:
+    return CallRecord(
+        index=scheduled.index, operator=result.operator, stream=scheduled.stream,
+        cores=tuple(scheduled.cores), core_mask=result.core_mask, enqueue_cycle=0,
+        ready_cycle=scheduled.ready, start_cycle=scheduled.start, end_cycle=scheduled.end,
+        waited_for=scheduled.waited_for, after_call=scheduled.after_call,
+        cores_held_by=scheduled.cores_held_by, dma_model=scheduled.dma_model, result=result)
+
+
+def _per_core(records: list[CallRecord], total: float) -> dict[int, dict[str, Any]]:
+    """Per core: cycles held by calls (launch to barrier), idle cycles, engine busy cycles."""
+    cores: dict[int, dict[str, Any]] = {}
+    for record in records:
+        for core in record.cores:
+            entry = cores.setdefault(core, {"busy_cycles": 0.0, "calls": [],
+                                            "engine_busy_cycles": {e: 0.0 for e in ENGINES}})
+            entry["busy_cycles"] += record.cycles
+            entry["calls"].append(record.index)
+        for core_result in record.result.per_core:
+            if core_result.core in cores:
+                for engine, busy in core_result.busy_cycles.items():
+                    cores[core_result.core]["engine_busy_cycles"][engine] += busy
+    for entry in cores.values():
+        entry["idle_cycles"] = max(0.0, total - entry["busy_cycles"])
+    return dict(sorted(cores.items()))
+
+
+def _ddr(records: list[CallRecord], timing: ProgramTiming, capacity: float,
+         clock_mhz: float) -> dict[str, Any]:
+    """DDR bytes, average utilisation, and utilisation over time in equal windows."""
+    read = sum(r.result.bytes_read.get("ddr", 0) for r in records)
+    written = sum(r.result.bytes_written.get("ddr", 0) for r in records)
+    total = timing.cycles
+    gbps = clock_mhz * 1e-3  # bytes/cycle -> GB/s
+    windows = []
+    if total > 0:
+        edges = [total * k / DDR_WINDOWS for k in range(DDR_WINDOWS + 1)]
+        for lo, hi in zip(edges, edges[1:]):
+            moved = _integral(timing.ddr_samples, lo, hi)
+            rate = moved / (hi - lo)
+            windows.append({"start_cycle": lo, "end_cycle": hi, "gbps": rate * gbps,
+                            "utilisation": rate / capacity})
+    return {"bytes_read": read, "bytes_written": written, "bytes": read + written,
+            "achievable_gbps": capacity * gbps,
+            "achieved_gbps": (read + written) / total * gbps if total else 0.0,
+            "utilisation": (read + written) / (total * capacity) if total else 0.0,
+            "over_time": windows}
+
+
+def _integral(samples: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """The integral over [lo, hi) of the step function given by (cycle, value) samples."""
+    area = 0.0
+    for (at, value), following in zip(samples, samples[1:] + [(math.inf, 0.0)]):
+        start, end = max(at, lo), min(following[0], hi)
+        if end > start:
+            area += value * (end - start)
+    return area
+
+
+def _bounds(config, records: list[CallRecord], graph: Dependencies,
+            timing: ProgramTiming) -> dict[str, float]:
+    """Lower bounds on the program's cycles, each from one resource or constraint alone."""
+    alone = {r.index: r.result.timing.roofline_cycles if r.result.length else 0.0
+             for r in records}
+    bounds: dict[str, float] = {}
+    for region in config.shared_regions:
+        moved = sum(r.result.bytes_read.get(region.name, 0)
+                    + r.result.bytes_written.get(region.name, 0) for r in records)
+        if not moved and region.name != "ddr":
+            continue
+        label = "DDR" if region.name == "ddr" else "shared SRAM"
+        bounds[label] = moved / config.bytes_per_cycle(region.bandwidth_gbps)
+    per_core: dict[int, float] = {}
+    for record in records:
+        for core in record.cores:
+            per_core[core] = per_core.get(core, 0.0) + alone[record.index]
+    bounds["calls on the busiest core"] = max(per_core.values(), default=0.0)
+    finish: dict = {}
+    for node in graph.order:
+        start = max((finish[dep] for dep, _ in graph.deps[node]), default=0.0)
+        finish[node] = start + (alone[node[1]] if node[0] == "call" else 0.0)
+    bounds["longest dependency chain"] = max(finish.values(), default=0.0)
+    return bounds
+
+
+def _critical_path(records: list[CallRecord]) -> list[dict[str, Any]]:
+    """The chain of calls that ends last, back to one that waited for nothing, with what
+    each waited for."""
+    if not records:
+        return []
+    by_index = {r.index: r for r in records}
+    record = max(records, key=lambda r: (r.end_cycle, r.index))
+    path, seen = [], set()
+    while record is not None and record.index not in seen:
+        seen.add(record.index)
+        if record.waited_for == "cores busy":
+            held = ", ".join(map(str, record.cores))
+            why = f"cores busy ({held}, held by call {record.cores_held_by})"
+        else:
+            why = record.waited_for
+        path.append({"call": record.index, "operator": record.operator,
+                     "stream": record.stream, "start_cycle": record.start_cycle,
+                     "end_cycle": record.end_cycle, "waited_for": why,
+                     "bound": record.result.bound})
+        record = by_index.get(record.after_call) if record.after_call is not None else None
+    return path[::-1]

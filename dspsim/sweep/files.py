@@ -1,0 +1,211 @@
+"""Reading and writing the files of a sweep folder, safely.
+
+Rows are appended as whole lines (:func:`append_durably`), views are replaced atomically
+(:func:`atomic_write`), and a row log is read back with each line checked
+(:func:`read_rows`). Every failure of the file system is a :class:`StoreError` naming the
+file, never a traceback.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import signal
+import tempfile
+import threading
+from typing import Any, Iterable, Iterator
+
+from dspsim.sim.errors import ArgumentError
+
+#: Columns of rows.csv (rows.jsonl and rows.json hold the same keys), in display order.
+COLUMNS = (
+    "chip", "operator", "stem", "dtype", "storage", "length", "core_mask", "core_mask_hex",
+    "cores", "cycles", "microseconds", "baseline_cycles", "speedup", "parallel_efficiency",
+    "speedup_ddr_ceiling", "ddr_floor_cycles", "achieved_gbps", "share_of_ddr_peak",
+    "share_of_ddr_achievable", "ddr_peak_gbps", "ddr_achievable_gbps", "ddr_bytes",
+    "bytes_read", "bytes_written", "roofline_cycles", "roofline_share", "bound",
+    "roofline_launch_overhead", "roofline_ddr", "roofline_shared_sram",
+    "roofline_dma_engine", "roofline_l2_port", "roofline_vector_unit",
+    "vector_busy_share", "dma_in_busy_share", "dma_out_busy_share", "critical_core",
+    "critical_finish_cycle", "tiles", "tile_elements", "lanes", "iteration_cycles",
+    "clock_mhz", "fidelity", "numerics", "numerics_ok", "max_rel_error", "params", "warnings",
+    "scheduled_events", "host_seconds", "overrides", "given_values", "config_digest",
+    "base_digest", "key",
+)
+
+#: What a stored row must hold for resuming, speedups and plots to use it.
+REQUIRED = {"key": str, "chip": str, "operator": str, "dtype": str, "length": int,
+            "core_mask": int, "cores": int, "cycles": int, "config_digest": str}
+
+
+
+class StoreError(ArgumentError):
+    """A sweep folder that cannot be read or written."""
+
+
+def os_problem(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
+
+    Only a regular file (or nothing) is replaced; a failure leaves the old file and no
+    temporary file, and is a :class:`StoreError` naming the path.
+    """
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise StoreError(f"{path} exists and is not a regular file; move it away or choose "
+                         f"another --out folder")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        _replace_with(path, folder, data)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {os_problem(exc)}") from None
+
+
+def _replace_with(path: str, folder: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=".tmp", dir=folder)
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp makes files private; these are ordinary outputs
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities are not JSON: store them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def row_line(row: dict[str, Any]) -> bytes:
+    """One row as a JSON Lines record."""
+    clean = {k: json_safe(v) for k, v in row.items()}
+    return (json.dumps(clean, sort_keys=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def csv_text(rows: Iterable[dict[str, Any]], header: bool) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore",
+                            lineterminator="\n")
+    if header:
+        writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in COLUMNS})
+    return buffer.getvalue()
+
+
+def append_whole(path: str, data: bytes, sync: bool) -> int:
+    """Append ``data`` to ``path`` (and fsync it if ``sync``); returns the file's size before.
+
+    One write() of the whole line on an O_APPEND descriptor: once it returns, the line is
+    the kernel's, so a killed process leaves the whole line or none of it (only a crash
+    of the machine loses what was not yet fsynced). A short write or an error (no space
+    left, a file-size limit) cuts the file back to its size before, so no half line is
+    ever left behind.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        before = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(27, f"only {written} of {len(data)} bytes could be written "
+                                  f"(no space left, or a file-size limit)")
+            if sync:
+                os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, before)
+            raise
+        return before
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: str) -> None:
+    """Flush a file's appended lines to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def truncate_quietly(path: str, size: int) -> None:
+    with contextlib.suppress(OSError):
+        os.truncate(path, size)
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold back Ctrl-C until the block ends, so that a row reaches both files or neither.
+
+    Only the main thread may set signal handlers; elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[tuple] = []
+    previous = signal.signal(signal.SIGINT, lambda *sig: caught.append(sig))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught and callable(previous):
+            previous(*caught[0])  # Python's own handler raises KeyboardInterrupt here
+
+
+def read_rows(path: str) -> tuple[list[dict[str, Any]], int]:
+    """Rows of a JSON Lines file and the byte length of its intact part.
+
+    A torn last line (no final newline, or not a JSON object) is left out; a bad line
+    anywhere else is an error naming the file and the line.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {os_problem(exc)}") from None
+    intact = data.rfind(b"\n") + 1  # whatever follows the last newline is torn
+    lines = data[:intact].split(b"\n")[:-1]
+    rows, offset = [], 0
+    for number, line in enumerate(lines, start=1):
+        try:
+            row = json.loads(line) if line.strip() else None
+            if row is not None and not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            if number == len(lines):
+                return rows, offset
+            raise StoreError(f"{path}: line {number} is not a JSON row ({exc}); delete that "
+                             f"line (or the sweep folder) and run the sweep again") from None
+        if row is not None:
+            _check_row(row, path, number)
+            rows.append(row)
+        offset += len(line) + 1
+    return rows, intact
+
+
+def _check_row(row: dict[str, Any], path: str, number: int) -> None:
+    """A row must hold what resuming and plotting read; name the line and what is wrong."""
+    for column, kind in REQUIRED.items():
+        value = row.get(column)
+        fine = isinstance(value, kind) and not isinstance(value, bool)
+        if not fine:
+            what = "has no" if column not in row else f"has {value!r} as its"
+            raise StoreError(f"{path}: line {number} {what} {column!r} (a row needs "
+                             f"{kind.__name__} {column!r}); fix or delete that line (or the "
+                             f"sweep folder) and run the sweep again")
+
+

@@ -1,0 +1,149 @@
+"""How the fast fidelity times a call's two kinds of work, and which DMA timing it uses.
+
+* DMA: :class:`FluidDMA` moves a transfer as a fluid flow whose rate is its max-min fair
+  share of the links it crosses (:mod:`dspsim.sim.network`). The flow network belongs to
+  the timeline, so that every call on it shares DDR transfer by transfer. Calls whose
+  tile transfers are short go burst by burst instead (:class:`~dspsim.sim.detailed.BurstDMA`,
+  also the timeline's), see :func:`dma_timing`.
+* Vector work: :class:`ClosedFormVector`, a tile's loop as one delay.
+
+:class:`Datapath` joins one DMA model and one vector model for a call's pipeline.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from dspsim.sim.config import ChipConfig
+from dspsim.sim.detailed import BurstDMA, IssuedVector
+from dspsim.sim.job import Job, Operand
+from dspsim.sim.model import ENGINES, CoreGroup, CoreTiming, Model
+from dspsim.sim.network import FlowNetwork
+from dspsim.sim.tiling import balanced_tiles
+
+
+#: Tile transfers of at least this many bursts are timed as fluid flows in the fast model;
+#: shorter ones burst by burst. Over B bursts, round-robin arbitration among k transfers
+#: ends them up to (k-1) bursts apart where fluid sharing ends them together: an error
+#: below 1/B of a transfer, so under 1% here.
+FLUID_MIN_BURSTS = 128
+#: ... unless the call moves more bursts than this in all: then fluid flows all the same,
+#: so that the fast model stays fast whatever the tile size (the error stays under
+#: 1/B of each transfer; the detailed fidelity has none).
+BURST_BUDGET = 16384
+#: How a call's transfers are timed (see :func:`dma_timing`).
+DMA_MODELS = ("fluid", "staggered", "bursts", "none")
+
+
+def group_cores(cores: list[CoreTiming], tile_size: int, lanes: int,
+                mirror: bool) -> list[CoreGroup]:
+    """Groups of cores with work; with ``mirror``, cores with equal element counts share one."""
+    groups: dict[object, CoreGroup] = {}
+    for timing in cores:
+        if not timing.elements:
+            continue
+        key = timing.elements if mirror else timing.core
+        if key in groups:
+            groups[key].members.append(timing)
+        else:
+            tiles = balanced_tiles(timing.start, timing.stop, tile_size, lanes)
+            groups[key] = CoreGroup([timing], tiles, {e: 0.0 for e in ENGINES})
+    return list(groups.values())
+
+
+class FluidDMA:
+    """Transfers as max-min fair fluid flows, one flow for a whole group of mirror cores."""
+
+    def __init__(self, model: Model, staggered: bool = False) -> None:
+        self.model = model
+        self.staggered = staggered  # short transfers: their path fill matters
+        timeline = model.timeline
+        self.network = timeline.shared("fluid", lambda: FlowNetwork(
+            timeline.env, timeline.sample_ddr, watched=timeline.links["ddr"]))
+
+    def transfer(self, group: CoreGroup, direction: str, operand: Operand, nbytes: int,
+                 rate: float, then: Callable) -> None:
+        """Move ``nbytes`` of ``operand`` for every core of ``group``, each at most at
+        ``rate`` bytes/cycle (its engine's), then call ``then()``."""
+        model = self.model
+        # every core of the group crosses the shared region; each crosses its own L2 port,
+        # which the representative's port stands for
+        links = (model.links[operand.span.region], model.l2_ports[group.core])
+        fill = self.path_fill(links, nbytes)
+        if fill:
+            self.network.start(nbytes, links, rate, lambda: model.after(fill, lambda _e: then()),
+                               (group.weight, 1))
+        else:
+            self.network.start(nbytes, links, rate, then, (group.weight, 1))
+
+    def path_fill(self, links, nbytes: int) -> float:
+        """Latency a burst train pays beyond its bottleneck: its last burst still crosses
+        every faster link of the path after the bottleneck (store and forward)."""
+        if not self.staggered:
+            return 0.0
+        burst = min(self.model.config.dma.burst_bytes, nbytes)
+        times = sorted(burst / link.capacity for link in links)
+        return sum(times[:-1])
+
+
+class ClosedFormVector:
+    """A tile's vector loop as one delay: fill + loop overhead + iterations x iteration cost."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def compute(self, group: CoreGroup, elements: int, then: Callable) -> None:
+        """Run the vector loop over ``elements`` on the group's cores, then call ``then()``."""
+        self.model.after(self.model.cost.tile_cycles(elements), then)
+
+
+class Datapath:
+    """How one call times the two kinds of work: DMA transfers and vector loops.
+
+    ``dma_model`` is one of :data:`DMA_MODELS` (``"none"`` for private-storage calls, which
+    move nothing); ``fidelity`` chooses the vector model.
+    """
+
+    def __init__(self, model: Model, dma_model: str, fidelity: str) -> None:
+        timeline = model.timeline
+        if dma_model == "none":
+            self.dma = None
+        elif dma_model == "bursts":
+            self.dma = timeline.shared("bursts", lambda: BurstDMA(timeline))
+        else:
+            self.dma = FluidDMA(model, staggered=dma_model == "staggered")
+        vector = ClosedFormVector(model) if fidelity == "fast" else IssuedVector(model)
+        self.compute = vector.compute
+        if self.dma is not None:
+            self.transfer = self.dma.transfer
+
+
+def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size: int,
+               fidelity: str) -> str:
+    """How the call's transfers are timed: ``"fluid"``, ``"staggered"``, ``"bursts"``
+    or ``"none"`` (private storage).
+
+    The fast model uses fluid flows when tile transfers are long enough for fluid sharing
+    to be accurate. Shorter ones go burst by burst, unless the call is too large for that
+    (:data:`BURST_BUDGET`): then fluid flows all the same, ``"staggered"``: identical
+    cores in perfect lock-step would set up their transfers at the same instants and leave
+    DDR idle together, where arbitration staggers them (its round-robin serves their first
+    bursts one after another, and the cores drift out of phase from there), so each core
+    starts one burst's time on the shared link after the previous one and is simulated
+    on its own. Tiles of one core differ by at most a vector, so the longest core's first
+    tile stands for the call.
+    """
+    if job.storage == "private":
+        return "none"
+    if fidelity != "fast":
+        return "bursts"
+    burst = config.dma.burst_bytes
+    longest = max((min(tile_size, c.elements) for c in cores), default=0)
+    if longest * job.itemsize >= FLUID_MIN_BURSTS * burst:
+        return "fluid"
+    return "staggered" if call_bursts(config, job) > BURST_BUDGET else "bursts"
+
+
+def call_bursts(config: ChipConfig, job: Job) -> int:
+    """How many DMA bursts the call moves in all (every operand, in and out)."""
+    operands = len(job.inputs) + len(job.outputs)
+    return operands * -(-job.length * job.itemsize // config.dma.burst_bytes)

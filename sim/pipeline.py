@@ -1,0 +1,237 @@
+"""The tile pipeline of a call: launch, each core's double-buffered pipeline, barrier.
+
+Shared-storage jobs split ``length`` over the selected cores into balanced contiguous
+parts; each core runs a double-buffered pipeline in which loading tile i+1, computing
+tile i and storing tile i-1 overlap. Loads and stores are DMA transfers on the DMA engines
+the core reaches, sharing DDR / shared SRAM and the core's L2 port with every other
+transfer in flight on the timeline (other cores of the call, and other calls).
+
+Private-storage jobs run on one core straight from its L2: vector work only.
+
+The pipeline is written as callbacks on SimPy events rather than as SimPy processes: a
+process costs several events per step, a callback one. Both fidelities use it; they differ
+only in the datapath (:mod:`dspsim.sim.datapath`, :mod:`dspsim.sim.detailed`) that times
+a transfer and a tile's vector work.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from dspsim.sim.job import Operand
+from dspsim.sim.model import COMPUTE, LOAD, STORE, CoreGroup, Model
+
+
+class _TileTransfer:
+    """One operand's tile moved by one DMA engine: set up, wait for an engine, move.
+
+    The setup (programming the transfer and submitting it) is latency before the
+    transfer asks for an engine, not engine time: an engine is held only while it moves
+    data, as a transfer controller works through requests submitted to it.
+    """
+
+    __slots__ = ("pipeline", "direction", "thread", "operand", "tile", "nbytes", "engine",
+                 "started", "then")
+
+    def __init__(self, pipeline: "_Pipeline", direction: str, thread: str, operand: Operand,
+                 tile: int, nbytes: int, then: Callable) -> None:
+        self.pipeline = pipeline
+        self.direction = direction
+        self.thread = thread
+        self.operand = operand
+        self.tile = tile
+        self.nbytes = nbytes
+        self.engine = None
+        self.started = 0.0
+        self.then = then
+
+    def start(self) -> None:
+        model = self.pipeline.model
+        self.started = model.env.now
+        model.after(model.config.dma.setup_cycles, self._set_up)
+
+    def _set_up(self, _event) -> None:
+        pipeline = self.pipeline
+        pipeline.model.pools[pipeline.group.core].request(self.operand.span.region, self.nbytes,
+                                                          self._granted)
+
+    def _granted(self, engine) -> None:
+        pipeline = self.pipeline
+        self.engine = engine
+        pipeline.datapath.transfer(pipeline.group, self.direction, self.operand, self.nbytes,
+                                   engine.rate, self._moved)
+
+    def _moved(self, _event=None) -> None:
+        pipeline = self.pipeline
+        model, group = pipeline.model, pipeline.group
+        ledger = model.bytes_read if self.direction == LOAD else model.bytes_written
+        ledger[self.operand.span.region] += self.nbytes * group.weight
+        now = model.env.now
+        if model.log is not None:
+            model.log.transfer(group, self.thread, self.operand, self.tile, self.started, now,
+                               self.engine.name)
+        model.pools[group.core].release(self.engine)
+        self.then()
+
+
+class _Pipeline:
+    """The double-buffered load / compute / store pipeline of one core group.
+
+    Two input buffers and two output buffers: loading tile i+1 may start once tile i-1's
+    inputs are consumed; computing tile i needs its inputs loaded and a free output
+    buffer; storing tile i frees its output buffer.
+    """
+
+    def __init__(self, model: Model, datapath, group: CoreGroup, then: Callable) -> None:
+        self.model = model
+        self.datapath = datapath
+        self.group = group
+        self.tiles = group.tiles
+        self.then = then
+        self.free_inputs, self.loaded, self.free_outputs, self.computed = 2, 0, 2, 0
+        self.next_load = self.next_compute = self.next_store = 0
+        self.loading = self.computing = self.storing = False
+        self.compute_started = 0.0
+        for member in group.members:
+            member.tiles = len(self.tiles)
+
+    def start(self, _event=None) -> None:
+        self._try_load()
+
+    def _move(self, direction: str, index: int, then: Callable) -> None:
+        """Move tile ``index`` of every operand in ``direction``, then call ``then()``.
+
+        Each operand's tile is its own transfer and asks for its own engine, so the
+        operands move side by side as far as the core's (or the pool's) engines allow.
+        Operand k's tiles always show on thread ``direction.k``: one after the other,
+        never overlapping.
+        """
+        model, job = self.model, self.model.job
+        operands = job.inputs if direction == LOAD else job.outputs
+        first, stop = self.tiles[index]
+        nbytes = (stop - first) * job.itemsize
+        waiting = [len(operands)]
+        started = model.env.now
+
+        def one_done():
+            waiting[0] -= 1
+            if not waiting[0]:
+                # busy: while any of the direction's transfers was in flight
+                self.group.busy[direction] += model.env.now - started
+                then()
+
+        for k, operand in enumerate(operands):
+            thread = direction if len(operands) == 1 else f"{direction}.{k}"
+            _TileTransfer(self, direction, thread, operand, index, nbytes, one_done).start()
+
+    # loader
+    def _try_load(self) -> None:
+        if self.loading or self.next_load == len(self.tiles) or not self.free_inputs:
+            return
+        self.loading = True
+        self.free_inputs -= 1
+        self._move(LOAD, self.next_load, self._loaded)
+
+    def _loaded(self, _event=None) -> None:
+        self.loading = False
+        self.next_load += 1
+        self.loaded += 1
+        self._try_compute()
+        self._try_load()
+
+    # vector core
+    def _try_compute(self) -> None:
+        if self.computing or not self.loaded or not self.free_outputs:
+            return
+        self.computing = True
+        self.loaded -= 1
+        self.free_outputs -= 1
+        self.compute_started = self.model.env.now
+        first, stop = self.tiles[self.next_compute]
+        self.datapath.compute(self.group, stop - first, self._computed)
+
+    def _computed(self, _event=None) -> None:
+        now = self.model.env.now
+        self.group.busy[COMPUTE] += now - self.compute_started
+        if self.model.log is not None:
+            self.model.log.compute(self.group, self.next_compute, self.compute_started, now)
+        self.computing = False
+        self.next_compute += 1
+        self.free_inputs += 1
+        self.computed += 1
+        # the store first: it frees the output buffer the vector unit needs next, while
+        # the load it would compete with is for a tile that is not needed before then
+        self._try_store()
+        self._try_load()
+        self._try_compute()
+
+    # storer
+    def _try_store(self) -> None:
+        if self.storing or not self.computed:
+            return
+        self.storing = True
+        self.computed -= 1
+        self._move(STORE, self.next_store, self._stored)
+
+    def _stored(self, _event=None) -> None:
+        self.storing = False
+        self.next_store += 1
+        self.free_outputs += 1
+        if self.next_store == len(self.tiles):
+            for member in self.group.members:
+                member.finish = self.model.env.now
+            self.then()
+            return
+        self._try_compute()
+        self._try_store()
+
+
+def run_shared(model: Model, datapath, groups: list[CoreGroup], stagger: float = 0.0,
+               then: Callable = lambda: None) -> None:
+    """Launch, every core group's pipeline (the k-th ``k * stagger`` cycles after the
+    launch), barrier; then call ``then()``."""
+    env, cfg, log = model.env, model.config, model.log
+    running = [len(groups)]
+    origin = model.origin
+
+    barrier_start = [0.0]
+
+    def barrier_done(_event):
+        if log is not None:
+            log.call("barrier", barrier_start[0], env.now, cfg.barrier_cycles)
+        then()
+
+    def one_core_done(_event=None):
+        running[0] -= 1
+        if not running[0]:
+            barrier_start[0] = env.now
+            model.after(cfg.barrier_cycles, barrier_done)
+
+    def launched(_event):
+        if log is not None:
+            log.call("launch", origin, env.now, cfg.launch_cycles)
+        for index, group in enumerate(groups):
+            pipeline = _Pipeline(model, datapath, group, one_core_done)
+            if stagger and index:
+                model.after(index * stagger, pipeline.start)
+            else:
+                pipeline.start()
+
+    model.after(cfg.launch_cycles, launched)
+
+
+def run_private(model: Model, datapath, group: CoreGroup,
+                then: Callable = lambda: None) -> None:
+    """The vector loop over the whole range, straight from the core's L2; then ``then()``."""
+    member = group.members[0]
+    origin = model.origin
+
+    def done(_event=None):
+        now = model.env.now
+        group.busy[COMPUTE] += now - origin
+        member.finish = now
+        if model.log is not None:
+            model.log.compute(group, None, origin, now)
+        then()
+
+    member.tiles = 1
+    datapath.compute(group, member.elements, done)
