@@ -135,3 +135,20 @@ def test_a_key_the_rows_bound_from_one_side_keeps_its_fitted_value(tmp_path):
     assert key.fitted >= 3 and key.written and not key.pinned
     assert "bound the key from one side" in key.reason
     assert result.max_error_after < 1e-3 < result.max_error_before
+
+
+def test_operands_in_shared_sram_calibrate_its_bandwidth(tmp_path):
+    """Rows whose operands are in shared SRAM feel its bandwidth; the DDR rows do not."""
+    from dataclasses import replace
+    rows = calls(["fp_relu_grad_s"], [8192, 32768], [0x1, 0xF])
+    rows = rows + [replace(r, region="shared_sram") for r in rows]
+    truth = {"memory.shared_sram.bandwidth_gbps": 20.0}
+    path = measured(tmp_path, "mt7004", truth, rows)
+    assert "shared_sram" in path.read_text()
+    result = calibrate("mt7004", path, list(truth))
+    (key,) = result.keys
+    assert key.pinned and key.fitted == pytest.approx(20.0, rel=0.02)
+    sram_rows = [r for r in result.rows if r.measurement.region == "shared_sram"]
+    ddr_rows = [r for r in result.rows if r.measurement.region == "ddr"]
+    assert all(abs(r.error_before) > 0.05 for r in sram_rows)
+    assert all(r.error_before == 0 and r.error_after == 0 for r in ddr_rows)
