@@ -224,7 +224,10 @@ class PreparedCall:
     """A checked and timed call whose inputs may still be written (see :meth:`Chip.prepare`)."""
 
     def __init__(self, chip: Chip, bound: BoundCall, fidelity: str,
-                 tile_bytes: int | None = None) -> None:
+                 tile_bytes: int | None = None, *, record_slices: bool = True) -> None:
+        """``record_slices=False`` times the call without keeping its engine activities:
+        the cycles are the same, the result has no trace (for fits and studies that time
+        many calls)."""
         self.chip = chip
         self.bound = bound
         self.fidelity = fidelity
@@ -233,7 +236,8 @@ class PreparedCall:
         job = chip._job(bound)
         if tile_bytes is not None:
             job = dataclasses.replace(job, tile_bytes=int(tile_bytes))
-        self.timing = run_job(chip.config, job, fidelity=fidelity)
+        self.timing = run_job(chip.config, job, fidelity=fidelity,
+                              record_slices=record_slices)
 
     @property
     def inputs(self) -> tuple[Operand, ...]:

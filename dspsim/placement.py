@@ -2,7 +2,8 @@
 
 At the operator library's example addresses (from the chip config) when every operand
 fits there without overlapping the others; otherwise back to back: in DDR for
-shared-storage calls, in core 0's L2 for private-storage calls.
+shared-storage calls, in core 0's L2 for private-storage calls. A shared-storage call may
+ask for shared SRAM instead of DDR: its operands then go back to back from the SRAM's base.
 """
 from __future__ import annotations
 
@@ -24,11 +25,32 @@ def _back_to_back(count: int, nbytes: int, base: int) -> list[int]:
     return [base + i * stride for i in range(count)]
 
 
-def place_operands(config: ChipConfig, cname: CName, length: int) -> dict[str, int]:
-    """Addresses for each operand (inputs and output) of ``cname`` at ``length``."""
+#: Where a call's operands may live: the shared regions of ``_s`` calls, a core's L2 for
+#: ``_p`` calls.
+SHARED_REGIONS = ("ddr", "shared_sram")
+PRIVATE_REGION = "l2"
+
+
+def place_operands(config: ChipConfig, cname: CName, length: int,
+                   region: str | None = None) -> dict[str, int]:
+    """Addresses for each operand (inputs and output) of ``cname`` at ``length``.
+
+    ``region`` is where a shared-storage call's operands live: ``"ddr"`` (the default) or
+    ``"shared_sram"``; a private-storage call's are in L2 (``"l2"`` or None).
+    """
     op = cname.operator
     nbytes = length * cname.dtype.itemsize
     examples = config.example_addresses
+    _check_region(cname, region)
+    if cname.storage == "shared" and region == "shared_sram":
+        region_config = config.shared_sram
+        bases = _back_to_back(len(op.inputs) + 1, nbytes, region_config.base_address)
+        where = f"shared_sram ({region_config.size_bytes} bytes)"
+        if not _fits(bases, nbytes, region_config.base_address, region_config.end_address):
+            raise CapacityError(
+                f"{cname.name}: {len(bases)} operands of {length} {cname.dtype.name} elements "
+                f"({nbytes} bytes each) do not fit in {where}; use a smaller length or DDR")
+        return dict(zip(op.inputs + (op.output,), bases))
     if cname.storage == "shared":
         region = config.ddr
         lo, hi = region.base_address, region.end_address
@@ -54,6 +76,20 @@ def place_operands(config: ChipConfig, cname: CName, length: int) -> dict[str, i
             + (f" or the shared-storage version {cname.name[:-2]}_s" if cname.storage == "private"
                else ""))
     return dict(zip(op.inputs + (op.output,), bases))
+
+
+def _check_region(cname: CName, region: str | None) -> None:
+    if region is None:
+        return
+    if cname.storage == "shared" and region not in SHARED_REGIONS:
+        hint = f"; for operands in L2 use {cname.name[:-2]}_p" if region == PRIVATE_REGION else ""
+        raise ArgumentError(f"{cname.name}: operand region {region!r} is not one of "
+                            f"{', '.join(SHARED_REGIONS)}{hint}")
+    if cname.storage == "private" and region != PRIVATE_REGION:
+        hint = (f"; for operands in {region} use {cname.name[:-2]}_s"
+                if region in SHARED_REGIONS else "")
+        raise ArgumentError(f"{cname.name}: a private-storage call's operands are in "
+                            f"{PRIVATE_REGION}, not {region!r}{hint}")
 
 
 def c_arguments(operator, addresses: dict[str, int], length: int,

@@ -14,7 +14,9 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from dspsim.sim.chip_schema import CHIP_SCHEMA
 from dspsim.sim.errors import ArgumentError, ConfigError
+from dspsim.sim.schema import Field, field_kind
 
 #: Longest key path a user may give; chip descriptions are a few levels deep.
 MAX_KEY_PARTS = 16
@@ -69,6 +71,12 @@ def numeric_value(raw: Any, key: str, source: str = "chip") -> float:
         raise ConfigError(f"{source}: chip key {key!r} holds {value!r}, not a number; only "
                           f"numbers can be swept or fitted")
     return value
+
+
+def whole_number_key(key: str) -> bool:
+    """True where the chip format takes only whole numbers (counts, sizes, widths): a
+    value there must be rounded before it is applied."""
+    return field_kind(Field("section", schema=CHIP_SCHEMA), split_key(key)) == "int"
 
 
 def numeric_keys(raw: Any, prefix: str = "") -> list[str]:

@@ -97,3 +97,23 @@ def validate(node: Any, field: Field, path: str, source: str) -> Any:
         if problem:
             raise fail(problem)
     return node
+
+
+def field_kind(root: Field, parts: tuple[str, ...]) -> str | None:
+    """What ``root`` says the value at a key path holds: ``"int"`` (a whole number),
+    ``"number"``, ``"str"``, a container kind, or None for a path it does not know.
+
+    List positions and the names under a free mapping (``vector.units.alu``) are followed
+    to the kind of their items.
+    """
+    field: Field | None = root
+    for part in parts:
+        if field is None:
+            return None
+        if field.kind == "section":
+            field = field.schema.get(part)
+        elif field.kind in ("mapping", "list"):
+            field = field.item if field.kind == "mapping" or part.isdigit() else None
+        else:
+            return None
+    return field.kind if field is not None else None

@@ -150,8 +150,10 @@ class Parser(argparse.ArgumentParser):
 from dspsim.cli.sweep import add_sweep  # noqa: E402 - commands defined in their own modules
 from dspsim.cli.trace import add_trace  # noqa: E402
 from dspsim.cli.program import add_program  # noqa: E402
+from dspsim.cli.calibrate import add_calibrate  # noqa: E402
 
-COMMANDS: list[Callable] = [add_run, add_chips, add_ops, add_sweep, add_trace, add_program]
+COMMANDS: list[Callable] = [add_run, add_chips, add_ops, add_sweep, add_trace, add_program,
+                            add_calibrate]
 
 
 def build_parser() -> argparse.ArgumentParser:

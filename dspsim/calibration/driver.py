@@ -1,0 +1,132 @@
+"""``calibrate``: fit chosen chip keys to a file of measured cycles (see :mod:`.fit`)."""
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from dspsim.calibration.bounds import log_bounds
+from dspsim.calibration.determination import determination
+from dspsim.calibration.fit import (MAX_ROUNDS, ROUND_MOVE, SETTLED, Objective, Progress,
+                                    local_fit, starting_point)
+from dspsim.calibration.measurements import MeasurementError, load_measurements
+from dspsim.calibration.model import CallTimer, ChipModel, reported_cycles
+from dspsim.calibration.results import Calibration, KeyFit, RowFit
+
+#: Evaluations of every row a fit may spend per key fitted (besides a fixed few): a
+#: trust-region step costs one evaluation plus one per key.
+EVALUATIONS_PER_KEY = 12
+EVALUATIONS_BASE = 20
+#: How much worse (RMS of ln(predicted / measured)) the rows may fit with a key that they
+#: do not pin down put back to its value in the chip file, which is then left alone.
+REVERT_TOLERANCE = 1e-3
+
+
+def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequence[str],
+              bounds: Mapping[str, tuple[float, float]] | None = None, *,
+              max_evaluations: int | None = None,
+              progress: Progress | None = None) -> Calibration:
+    """Fit ``keys`` of ``chip`` (a packaged name or a YAML path) to the cycles in the CSV
+    file ``measured`` (see :mod:`dspsim.calibration.measurements`).
+
+    ``bounds`` maps keys to (low, high) values (default: a tenth to ten times the chip's
+    value, narrowed to what the chip accepts). ``max_evaluations`` caps the evaluations of
+    every row during the fit itself. ``progress(stage, done, total)`` is called as it goes.
+    Raises a DspSimError naming the key, or the file's line, of any problem.
+    """
+    started, started_cpu = time.perf_counter(), time.process_time()
+    report = progress or (lambda *args: None)
+    measured_path = os.fspath(measured)
+    rows = load_measurements(measured_path)
+    model = ChipModel(chip, keys)
+    if len(rows) < len(model.keys):
+        raise MeasurementError(
+            f"{measured_path}: {len(rows)} measured row{'s' * (len(rows) != 1)} for "
+            f"{len(model.keys)} keys; a fit needs at least as many rows as keys (and "
+            f"rows that differ in what bounds them)")
+    lower, upper = log_bounds(model, bounds or {})
+    timer = CallTimer(rows, measured_path)
+    before, tiles = timer.time(model.config,
+                               progress=lambda done, total: report("timing the measured calls",
+                                                                   done, total))
+    measured_cycles = np.array([row.cycles for row in rows])
+    budget = max_evaluations or EVALUATIONS_BASE + EVALUATIONS_PER_KEY * len(model.keys)
+    objective = Objective(model, timer, measured_cycles, budget, progress)
+    objective.tiles = tiles
+    u0 = np.clip(np.zeros(len(model.keys)), lower, upper)
+    objective.remember(u0, tiles, before)
+    u = starting_point(objective, u0, lower, upper)
+
+    notes: list[str] = []
+    names = [k.key for k in model.keys]
+    for rounds in range(1, MAX_ROUNDS + 1):
+        previous = u
+        u = local_fit(objective, u, lower, upper)
+        fixed, _ = objective.cycles(u, objective.tiles)
+        cycles, used = objective.cycles(u, None)
+        if cycles is None:
+            raise MeasurementError(f"{measured_path}: no values of {', '.join(keys)} within "
+                                   f"the bounds run every row; check the bounds")
+        objective.remember(u, used, cycles)
+        objective.tiles = used
+        agree = fixed is not None and np.sqrt(np.mean(np.log(cycles / fixed) ** 2)) < SETTLED
+        if agree or (rounds > 1 and _small_move(objective, u - previous, cycles, names)):
+            break
+    else:
+        notes.append(f"the rows' best tile sizes still moved the fit after {MAX_ROUNDS} "
+                     f"rounds; the values are fitted with the tiles of the last round but one")
+
+    residuals = np.log(cycles) - np.log(measured_cycles)
+    found = determination(objective.jacobian(u, lower, upper), residuals, names)
+    written = [True] * len(names)
+    rms = math.sqrt(float(np.mean(residuals ** 2)))
+    for j, reason in enumerate(found.reasons):
+        if not reason.startswith("no row") or not lower[j] <= 0 <= upper[j]:
+            continue
+        back = u.copy()
+        back[j] = 0.0
+        r = objective.try_residuals(back)
+        if r is not None and math.sqrt(float(np.mean(r ** 2))) <= rms + REVERT_TOLERANCE:
+            u, written[j] = back, False
+        else:
+            found.reasons[j] += ("; the fitted value is kept: the rows fit worse with the old "
+                                 "one, so they bound the key from one side")
+    if not all(written):
+        cycles, _ = objective.cycles(u, None)
+
+    applied = model.applied(objective.values(u))
+    fits = [KeyFit(key=k.key, original=k.original, whole=k.whole,
+                   fitted=applied[k.key] if written[j] else k.original,
+                   lower=float(k.original * math.exp(lower[j])),
+                   upper=float(k.original * math.exp(upper[j])),
+                   sensitivity=float(found.sensitivity[j]),
+                   largest_elasticity=float(found.largest[j]),
+                   std_error=float(found.std_error[j]), pinned=not found.reasons[j],
+                   reason=found.reasons[j], written=written[j])
+            for j, k in enumerate(model.keys)]
+    row_fits = [RowFit(row, reported_cycles(b), reported_cycles(a))
+                for row, b, a in zip(rows, before, cycles)]
+    return Calibration(
+        chip_path=model.path, chip_name=model.config.name, measured_path=measured_path,
+        keys=fits, rows=row_fits, evaluations=objective.evaluations + 1,
+        simulations=timer.simulations, seconds=time.perf_counter() - started,
+        cpu_seconds=time.process_time() - started_cpu, rounds=rounds,
+        message=f"fitted {len(keys)} key{'s' * (len(keys) != 1)} to {len(rows)} rows",
+        notes=notes, chip_text=model.text)
+
+
+
+def _small_move(objective: Objective, moved: np.ndarray, cycles: np.ndarray,
+                names: list[str]) -> bool:
+    """Whether a round moved every key by less than ROUND_MOVE, or by less than half its
+    standard error: with noisy rows, tile choices that flip near a tie move a loosely
+    determined key back and forth within its uncertainty, and more rounds buy nothing."""
+    if objective.last_jacobian is None:
+        return bool(np.all(np.abs(moved) < ROUND_MOVE))
+    residuals = np.log(cycles) - objective.log_measured
+    spread = determination(objective.last_jacobian, residuals, names).std_error
+    allowed = np.maximum(ROUND_MOVE, 0.5 * np.nan_to_num(spread, nan=0.0))
+    return bool(np.all(np.abs(moved) < allowed))
