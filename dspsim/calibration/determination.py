@@ -65,6 +65,8 @@ def determination(jacobian: np.ndarray, residuals: np.ndarray,
         std_error[live] = np.sqrt(np.maximum(np.diag(covariance), 0.0))
         for j in live:
             if not reasons[j] and std_error[j] > LOOSE:
-                reasons[j] = (f"loosely determined: ±{math.expm1(std_error[j]):.0%} "
-                              f"(one standard error)")
+                # beyond e^700 the spread overflows a float: say so rather than fail
+                spread = (f"±{math.expm1(std_error[j]):.0%}" if std_error[j] < 700
+                          else "by a factor beyond 1e300")
+                reasons[j] = f"loosely determined: {spread} (one standard error)"
     return Determination(sensitivity, largest, std_error, reasons)

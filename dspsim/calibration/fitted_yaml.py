@@ -155,9 +155,12 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> str:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # a full disk, a file-size limit, a read-only folder
+            raise ArgumentError(f"cannot write {path}: {exc.strerror or exc}; free space or "
+                                f"give a path on another file system") from None
         raise
     return path
 

@@ -8,7 +8,7 @@ column         required  meaning
 operator       yes       C name (``fp_relu_grad_s``), or a stem (``relu_grad``) that the
                          dtype and region columns complete
 length         yes       elements (``4096``, ``0x1000``, ``2^12``)
-cycles         yes       measured cycles of the whole call, > 0
+cycles         yes       measured cycles of the whole call, 1 to 1e18
 core_mask      no        bit i selects core i (empty: every core); private-storage calls
                          run on one core, so at most one bit
 region         no        where the operands live: ``ddr`` (default) or ``shared_sram``
@@ -40,6 +40,8 @@ MAX_FILE_BYTES = 4 << 20
 MAX_ROWS = 5000
 
 REQUIRED = ("operator", "length", "cycles")
+#: measured cycles outside this range are not cycles of one call (1e18 is 30 years at 1 GHz)
+MIN_CYCLES, MAX_CYCLES = 1.0, 1e18
 OPTIONAL = ("core_mask", "region", "dtype", "params")
 #: Other spellings of the column names.
 ALIASES = {"op": "operator", "name": "operator", "mask": "core_mask",
@@ -90,6 +92,9 @@ def _read_text(path: str) -> str:
     path = os.fspath(path)
     if os.path.isdir(path):
         raise MeasurementError(f"{path}: is a folder; give a CSV file of measured cycles")
+    if os.path.exists(path) and not os.path.isfile(path):  # a pipe or device never ends
+        raise MeasurementError(f"{path}: not a regular file (a device, pipe or socket); "
+                               f"give a CSV file of measured cycles")
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -248,6 +253,9 @@ def _measurement(path: str, number: int, row: dict[str, str]) -> Measurement:
     if cycles <= 0:
         raise MeasurementError(f"{where}: cycles {row['cycles']} must be > 0: every call "
                                f"takes time")
+    if not MIN_CYCLES <= cycles <= MAX_CYCLES:  # far outside any call: a unit mistake
+        raise MeasurementError(f"{where}: cycles {row['cycles']} is outside {MIN_CYCLES:g} to "
+                               f"{MAX_CYCLES:g}; check that the column holds core cycles")
     mask = None
     if row.get("core_mask"):
         try:

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from dspsim import kernels
@@ -103,16 +104,39 @@ def load_npy(path: str, buffer: Buffer) -> np.ndarray:
 
     Raises ValueError with what is wrong (the loader adds the key path).
     """
+    if os.path.exists(path) and not os.path.isfile(path):  # a pipe or device never ends
+        raise ValueError(f"{path} is not a regular file (a folder, device or pipe); give a "
+                         f".npy file written by numpy.save")
     try:
         data = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from None
+        raise ValueError(f"cannot read {path}: {exc}; give a .npy file written by "
+                         f"numpy.save") from None
     if not isinstance(data, np.ndarray) or data.dtype.kind not in "biuf":
         raise ValueError(f"{path} does not hold an array of real numbers")
     if data.size != buffer.length:
         raise ValueError(f"{path} holds {data.size:,} values, buffer {buffer.name!r} has "
                          f"length {buffer.length:,}; make them equal")
+    largest = _largest_finite(data.reshape(-1))
+    limit = float(ml_dtypes.finfo(kernels.DTYPES[buffer.dtype].numpy).max)
+    if largest > limit:
+        raise ValueError(f"{path} holds {largest:g}, beyond the largest {buffer.dtype} "
+                         f"({limit:g}) that buffer {buffer.name!r} can hold; scale the data")
     return data
+
+
+def _largest_finite(data: np.ndarray) -> float:
+    """The largest magnitude among the finite values (NaN and infinities are data too)."""
+    largest = 0.0
+    for first in range(0, data.size, BLOCK_ELEMENTS):  # blocks: a file may exceed host RAM
+        block = np.asarray(data[first:first + BLOCK_ELEMENTS])
+        if block.dtype.kind == "f":
+            block = np.abs(block[np.isfinite(block)])
+        elif block.dtype.kind in "iu":
+            block = np.abs(block.astype(np.float64))
+        if block.size:
+            largest = max(largest, float(block.max()))
+    return largest
 
 
 def fill(memory: Memory, buffer: Buffer, base: str) -> None:

@@ -10,6 +10,8 @@ from dspsim.programs.program import Program
 from dspsim.sim.errors import DspSimError
 
 _CALL = ("call", "args", "core")
+#: C arguments of type int; every other non-operand argument is a float parameter
+_INT_ARGS = ("length", "core_mask")
 
 
 def enqueue_items(loader, node: dict, program: Program, buffers: dict[str, Buffer]) -> None:
@@ -129,6 +131,9 @@ def _arguments(loader, cname, node: Any, at: str, buffers: dict[str, Buffer]
             value = loader.integer(value, where)  # a raw address
         else:
             value = loader.value(value, where)
+            if (arg in _INT_ARGS and isinstance(value, float) and value.is_integer()
+                    and abs(value) <= 2 ** 53):  # 256.0 or 2.56e2 from a file or --param
+                value = int(value)
         if value is None and isinstance(given[arg][0], str):
             ok = False
             continue

@@ -23,10 +23,13 @@ all of them at once, before anything is placed in memory.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+import ml_dtypes
 
 from dspsim import kernels
 from dspsim.chip import Chip
@@ -40,6 +43,8 @@ _TOP = ("chip", "description", "parameters", "buffers", "streams")
 _BUFFER = ("length", "dtype", "address", "region", "init")
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+#: lengths, addresses and seeds beyond this are typing mistakes, whatever the chip
+MAX_WHOLE = 1 << 63
 
 
 class ProgramFileError(ConfigError):
@@ -104,7 +109,10 @@ def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = Non
     if not os.path.isfile(path):
         raise ProgramFileError(f"program file {path!r} does not exist or is not a file")
     text = read_yaml_text(path, "a program file")
-    raw = parse_yaml(text, path, "a program file")
+    try:
+        raw = parse_yaml(text, path, "a program file")
+    except ConfigError as exc:  # the YAML parser's messages span lines: the CLI prints one
+        raise ProgramFileError(" ".join(str(exc).split())) from None
     return _Loader(path, text, raw, overrides or {}).load()
 
 
@@ -157,7 +165,12 @@ class _Loader:
             if not isinstance(name, str) or not _NAME.fullmatch(name):
                 self.problem(f"parameters.{name}", "a parameter name is letters, digits and _")
             elif isinstance(value, bool) or not isinstance(value, (int, float)):
-                self.problem(f"parameters.{name}", f"must be a number, got {value!r}")
+                hint = ""
+                try:  # YAML 1.1 reads 1e300 (no dot) as text
+                    hint = f"; YAML reads it as text, write {float(value):e}"
+                except (TypeError, ValueError):
+                    pass
+                self.problem(f"parameters.{name}", f"must be a number, got {value!r}{hint}")
             else:
                 params[name] = value
         for name, value in self.overrides.items():
@@ -184,10 +197,12 @@ class _Loader:
         value = self.value(node, where)
         if value is None and node is not None and str(node).startswith("$"):
             return None
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_WHOLE:
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            self.problem(where, f"must be a whole number >= {minimum}, got {value!r}")
+        if (isinstance(value, bool) or not isinstance(value, int) or value < minimum
+                or value > MAX_WHOLE):
+            shown = f"{value:.6g}" if isinstance(value, (int, float)) else repr(value)
+            self.problem(where, f"must be a whole number from {minimum} to 2^63, got {shown}")
             return None
         return value
 
@@ -249,6 +264,12 @@ class _Loader:
         init = self.init(spec.get("init"), f"{at}.init")
         if length is None or dtype is None or self.problems:
             return None
+        if init is not None and init.kind == "random" and init.low is not None:
+            limit = float(ml_dtypes.finfo(kernels.DTYPES[dtype].numpy).max)
+            if max(abs(init.low), abs(init.high)) > limit:
+                self.problem(f"{at}.init.random", f"low and high must lie within {dtype}'s "
+                             f"range (±{limit:g}), got {init.low!r} and {init.high!r}")
+                return None
         buffer = Buffer(name, length, dtype, address, region, init)
         if init is not None and init.kind == "npy":
             base = os.path.dirname(os.path.abspath(self.path))
@@ -278,9 +299,10 @@ class _Loader:
             low, high = (self.value(spec.get(k), f"{at}.random.{k}") for k in ("low", "high"))
             if (low is None) != (high is None) or (low is not None and not (
                     isinstance(low, (int, float)) and isinstance(high, (int, float))
-                    and low < high)):
-                self.problem(f"{at}.random", f"low and high must be numbers with low < high, "
-                             f"got {low!r} and {high!r}")
+                    and not isinstance(low, bool) and not isinstance(high, bool)
+                    and low < high and math.isfinite(float(high) - float(low)))):
+                self.problem(f"{at}.random", f"low and high must be finite numbers with "
+                             f"low < high, got {low!r} and {high!r}")
                 return None
             return Init("random", seed=seed or 0, low=low, high=high)
         self.problem(at, f"must be zeros, {{random: {{seed: N}}}} or {{npy: FILE.npy}}, "
