@@ -7,10 +7,12 @@ calls on one stream in order, calls on other streams concurrently where their co
 allow, ordered across streams by events (:func:`aclrtRecordEvent`,
 :func:`aclrtStreamWaitEvent`). Streams that share events must share a :class:`Chip`.
 
-Tensors are numpy arrays. Each distinct array gets its own buffer in the chip's DDR for
-the program (the same array passed to two calls is the same buffer, so the second reads
-what the first wrote); arrays that no earlier call writes are copied in when the program
-runs, and every output is copied back once it has run. A program that fails (a race, a
+Tensors are numpy arrays. Each distinct tensor gets its own buffer in the chip's DDR for
+the program (the same memory passed to two calls, as one array or as two views of it, is
+the same buffer, so the second reads what the first wrote; views that overlap only in
+part are refused, as are outputs whose elements share memory); arrays that no earlier
+call writes are copied in when the program runs, and every output is copied back once
+it has run. A program that fails (a race, a
 wait that can never end, operands that do not fit) runs nothing and changes no tensor.
 """
 from __future__ import annotations
@@ -33,6 +35,51 @@ ACLNN_ERR_PARAM_INVALID = 161002
 
 #: buffers of a program start at page boundaries, as device allocations do
 BUFFER_ALIGNMENT = 4096
+#: effort spent proving two strided views disjoint before calling them overlapping
+OVERLAP_WORK = 10_000
+
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # numpy < 2
+    byte_bounds = np.byte_bounds
+_TooHardError = getattr(getattr(np, "exceptions", np), "TooHardError")
+
+
+def tensor_key(array: np.ndarray) -> tuple:
+    """What makes two arrays one tensor: the same bytes read in the same element order
+    (``a``, ``a[:]`` and ``a.reshape(8, 8)`` are one tensor; ``a[::-1]`` is not)."""
+    if array.size == 0:
+        return ("empty", id(array))  # holds no bytes: overlaps nothing
+    low, high = byte_bounds(array)
+    if array.flags.c_contiguous:
+        return (low, high, array.dtype.str, (array.size,), (array.itemsize,))
+    return (low, high, array.dtype.str, array.shape, array.strides)
+
+
+def overlaps(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays share any byte (a strided pair too costly to prove disjoint
+    counts as overlapping)."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=OVERLAP_WORK))
+    except _TooHardError:
+        return True
+
+
+def self_overlapping(array: np.ndarray) -> bool:
+    """Whether two elements of ``array`` share memory (a broadcast or ``as_strided`` view):
+    true unless its axes nest, each stride spanning the axes inside it."""
+    if array.size == 0:
+        return False
+    axes = sorted((abs(stride), size) for stride, size in zip(array.strides, array.shape)
+                  if size > 1)
+    span = array.itemsize
+    for stride, size in axes:
+        if stride < span:
+            return True
+        span = stride * size
+    return False
 
 _errors = threading.local()
 
@@ -55,10 +102,11 @@ class _Pending:
         self.chip = chip
         self.program = Program(chip)
         self.streams: dict[int, Any] = {}  # id(Stream) -> its program stream
-        self.buffers: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, address)
-        self.written: set[int] = set()  # arrays a call writes
-        self.host: set[int] = set()  # arrays read before any call writes them: copied in
-        self.outputs: list[np.ndarray] = []
+        # tensor_key(array) -> (array, address)
+        self.buffers: dict[tuple, tuple[np.ndarray, int]] = {}
+        self.written: set[tuple] = set()  # tensors a call writes
+        self.host: set[tuple] = set()  # tensors read before any call writes them: copied in
+        self.outputs: dict[tuple, list[np.ndarray]] = {}  # every array a written tensor is
         self.recorded: list["Event"] = []  # events recorded in this work
         # (stream, call index, on_result) in enqueue order
         self.calls: list[tuple["Stream", int, Callable | None]] = []
@@ -80,9 +128,17 @@ class _Pending:
         ddr = config.ddr
         chosen: dict[str, int] = {}
         for operand, array in tensors.items():
-            if id(array) in self.buffers:
-                chosen[operand] = self.buffers[id(array)][1]
+            key = tensor_key(array)
+            if key in self.buffers:
+                chosen[operand] = self.buffers[key][1]
                 continue
+            for other, _ in self.buffers.values():
+                if overlaps(array, other):
+                    raise ArgumentError(
+                        f"{cname.name}: {operand} shares memory with another tensor enqueued "
+                        f"since the last synchronisation without being the same tensor (views "
+                        f"of one array that overlap in part); pass the same array, or "
+                        f"separate arrays")
             taken = self._taken()
             start = suggested[operand]
             if any(start < hi and lo < start + array.nbytes for lo, hi in taken):
@@ -92,7 +148,7 @@ class _Pending:
                 raise CapacityError(f"{cname.name}: the tensors enqueued since the last "
                                     f"synchronisation do not fit in {config.name}'s DDR "
                                     f"({ddr.size_bytes} bytes); synchronise more often")
-            self.buffers[id(array)] = (array, start)
+            self.buffers[key] = (array, start)
             chosen[operand] = start
         return chosen
 
@@ -151,6 +207,10 @@ class Stream:
         tensors = dict(zip(op.inputs, inputs))
         if not in_place:
             tensors[op.output] = output
+        if self_overlapping(output):
+            raise ArgumentError(f"{cname.name}: the output tensor's elements share memory (a "
+                                f"broadcast or as_strided view); pass an array whose elements "
+                                f"are distinct, e.g. np.empty(shape, dtype)")
         known = dict(pending.buffers)
         try:
             addresses = pending.addresses(cname, tensors)
@@ -163,9 +223,10 @@ class Stream:
         except DspSimError:
             pending.buffers = known  # an invalid call allocates nothing
             raise
-        pending.host.update(id(a) for a in inputs if id(a) not in pending.written)
-        pending.written.add(id(output))
-        pending.outputs.append(output)
+        read = {tensor_key(a) for a in inputs}
+        pending.host.update(read - pending.written)
+        pending.written.add(tensor_key(output))
+        pending.outputs.setdefault(tensor_key(output), []).append(output)
         pending.calls.append((self, call.index, on_result))
 
 
@@ -174,6 +235,7 @@ class Event:
 
     def __init__(self) -> None:
         self._program_events: dict[int, Any] = {}  # id(Program) -> its event
+        self.recorded_on: Chip | None = None  # the chip of its latest record
         self.completed = False  # recorded in work that has run: waiting on it holds nothing
 
     def _in(self, program: Program):
@@ -212,10 +274,15 @@ def aclrtRecordEvent(event: Event, stream: Stream) -> int:
     if bad:
         return bad
     pending = _pending_for(stream.chip)
+    if event in pending.recorded:
+        return fail(ACLNN_ERR_PARAM_INVALID, "aclrtRecordEvent: this event is already recorded "
+                    "in the work enqueued since the last synchronisation; create another with "
+                    "aclrtCreateEvent(), or synchronise first")
     try:
         pending.program_stream(stream).record(event._in(pending.program))
     except DspSimError as exc:
         return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtRecordEvent: {exc}")
+    event.recorded_on = stream.chip
     event.completed = False
     pending.recorded.append(event)
     return ACL_SUCCESS
@@ -230,6 +297,11 @@ def aclrtStreamWaitEvent(stream: Stream, event: Event) -> int:
     pending = _pending_for(stream.chip)
     if event.completed and event not in pending.recorded:
         return ACL_SUCCESS  # it completed when earlier work ran
+    if event.recorded_on is not None and event.recorded_on is not stream.chip:
+        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtStreamWaitEvent: the event is recorded on "
+                    f"a stream of another Chip object ({event.recorded_on.name}) than this "
+                    f"stream's ({stream.chip.name}); streams that share events must share one "
+                    f"Chip: create them with the same Chip, or synchronise the other first")
     pending.program_stream(stream).wait(event._in(pending.program))
     return ACL_SUCCESS
 
@@ -263,10 +335,11 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
         result = pending.program.run(numerics=True, initial=Initial(spans, copy_in))
     except DspSimError as exc:
         return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtSynchronizeStream: {exc}")
-    for array in {id(a): a for a in pending.outputs}.values():
-        address = pending.buffers[id(array)][1]
-        values = chip.read(address, int(array.size), array.dtype)
-        array[...] = values.reshape(array.shape)
+    for key, arrays in pending.outputs.items():
+        address = pending.buffers[key][1]
+        values = chip.read(address, int(arrays[0].size), arrays[0].dtype)
+        for array in arrays:
+            array[...] = values.reshape(array.shape)
     for event in pending.recorded:
         event.completed = True
     records = {record.index: record for record in result.calls}
