@@ -255,3 +255,42 @@ def test_zero_size_tensors_of_any_shape_run():
         assert leaky_relu(np.ones(shape, np.float32), out, stream) == ACLNN_SUCCESS
     assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS
     assert aclnn.aclrtSynchronizeStream(stream) == ACLNN_SUCCESS  # twice: nothing to do
+
+
+def test_npy_changed_after_loading_leaves_memory_as_it_was(tmp_path):
+    np.save(tmp_path / "x.npy", np.ones(256))
+    loaded = load_program(program(tmp_path, "{npy: x.npy}"))
+    np.save(tmp_path / "x.npy", np.ones(255))  # replaced between loading and running
+    first = loaded.buffers[0]  # dy, filled before x in file order
+    with pytest.raises(ProgramFileError, match=r"buffers\.x\.init\.npy: .*255 values"):
+        loaded.run()
+    with pytest.raises(DspSimError):  # never written: reading it is an error
+        loaded.chip.read(first.span.address, 1, np.float32)
+
+
+@pytest.mark.parametrize("out", ["file", "", "/dev/null"])
+def test_program_sweep_output_that_is_no_folder_is_refused_before_running(tmp_path, out):
+    path = program(tmp_path)
+    target = path if out == "file" else out
+    proc = dspsim_cli("sweep", "--program", path, "--vary", "n=64", "--timing-only",
+                      "--no-plots", "--out", target, cwd=tmp_path, timeout=60)
+    assert "folder" in one_line_error(proc)
+    assert sorted(os.listdir(tmp_path)) == ["p.yaml"]
+
+
+def test_program_sweep_rows_on_a_full_disk_are_one_error(tmp_path):
+    script = textwrap.dedent(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256, 256))
+        from dspsim.programs.sweep import write_rows
+        from dspsim.sim.errors import DspSimError
+        try:
+            write_rows([{{"param.n": i, "cycles": i}} for i in range(100)],
+                       {str(tmp_path / "out")!r})
+        except DspSimError as exc:
+            print("refused:", exc)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert "refused: cannot write" in proc.stdout, proc.stdout + proc.stderr
+    assert os.listdir(tmp_path / "out") == []

@@ -131,10 +131,11 @@ def render_program(r: ProgramResult, out: Output, name: str = "program",
 
 def cmd_program_sweep(args, out: Output) -> int:
     """``dspsim sweep --program FILE --vary NAME=V1,V2``: rows, a table and plots."""
-    from dspsim.programs.sweep import (default_folder, parse_axes, run_program_sweep,
-                                       write_plots, write_rows)
+    from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
+                                       run_program_sweep, write_plots, write_rows)
     axes = parse_axes(args.vary)
-    folder = args.out or default_folder(args.program)
+    folder = default_folder(args.program) if args.out is None else args.out
+    check_out_folder(folder)  # before any run, not after the first
     rows: list[dict] = []
     with out.progress("program sweep") as advance:
         total = 1

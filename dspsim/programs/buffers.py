@@ -139,15 +139,18 @@ def _largest_finite(data: np.ndarray) -> float:
     return largest
 
 
-def fill(memory: Memory, buffer: Buffer, base: str) -> None:
-    """Store ``buffer``'s initial contents in ``memory`` (files relative to ``base``)."""
+def fill(memory: Memory, buffer: Buffer, base: str, data: np.ndarray | None = None) -> None:
+    """Store ``buffer``'s initial contents in ``memory`` (files relative to ``base``;
+    ``data``: the file's contents, already checked by :func:`load_npy`)."""
     init, span = buffer.init, buffer.span
     dtype = kernels.DTYPES[buffer.dtype].numpy
     if init.kind == "zeros":
         memory.zero(span.address, buffer.length, dtype, core=span.core)
         return
     if init.kind == "npy":
-        data = load_npy(os.path.join(base, init.path), buffer).reshape(-1)
+        if data is None:
+            data = load_npy(os.path.join(base, init.path), buffer)
+        data = data.reshape(-1)
         for first in range(0, buffer.length, BLOCK_ELEMENTS):
             block = np.asarray(data[first:first + BLOCK_ELEMENTS]).astype(dtype)
             memory.write(span.address + first * buffer.itemsize, block, core=span.core)

@@ -71,8 +71,18 @@ class ProgramFile:
         base = os.path.dirname(os.path.abspath(self.path))
 
         def write() -> None:
+            # every file is read again (it may have changed since loading) before any byte
+            # is stored, so that a bad one leaves memory as it was
+            data = {}
             for buffer in initialised:
-                fill(self.chip.memory, buffer, base)
+                if buffer.init.kind == "npy":
+                    try:
+                        data[buffer.name] = load_npy(os.path.join(base, buffer.init.path), buffer)
+                    except ValueError as exc:
+                        raise ProgramFileError(f"{self.path}: buffers.{buffer.name}.init.npy: "
+                                               f"{exc}") from None
+            for buffer in initialised:
+                fill(self.chip.memory, buffer, base, data.get(buffer.name))
 
         initial = Initial(tuple(b.span for b in initialised), write)
         return self.program.run(numerics=numerics, fidelity=fidelity, races=races,

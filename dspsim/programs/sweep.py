@@ -98,19 +98,40 @@ def run_program_sweep(path: str, axes: dict[str, list], *, numerics: bool = Fals
     return rows
 
 
+def check_out_folder(folder: str) -> None:
+    """Refuse, before any run, an output folder that can never hold the rows."""
+    if not folder:
+        raise ArgumentError("the sweep's --out folder is empty; give a folder name")
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise ArgumentError(f"cannot write the sweep to {folder}: it exists and is not a "
+                            f"folder; give a new or existing folder")
+    for name in (ROWS_CSV, ROWS_JSON):
+        path = os.path.join(folder, name)
+        if os.path.lexists(path) and not os.path.isfile(path):
+            raise ArgumentError(f"cannot write the sweep's {path}: it exists and is not a "
+                                f"regular file; give another folder")
+
+
 def _write_atomically(path: str, data: bytes) -> None:
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".rows-", suffix=".tmp", dir=folder)
     try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".rows-", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise ArgumentError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        os.chmod(tmp, 0o644)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # a full disk, a file-size limit, a read-only folder
+            raise ArgumentError(f"cannot write {path}: {exc.strerror or exc}; free space or "
+                                f"give a folder on another file system") from None
         raise
 
 
