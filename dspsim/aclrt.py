@@ -178,6 +178,7 @@ class Stream:
         cores = self.chip.config.cores
         if core_mask is not None and (isinstance(core_mask, bool)
                                       or not isinstance(core_mask, (int, np.integer))
+                                      or int(core_mask) < 0
                                       or not int(core_mask) & ((1 << cores) - 1)):
             raise ArgumentError(f"Stream: core_mask={core_mask!r} selects no core of "
                                 f"{self.chip.name}, which has {cores} cores (all cores: "

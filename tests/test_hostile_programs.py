@@ -294,3 +294,15 @@ def test_program_sweep_rows_on_a_full_disk_are_one_error(tmp_path):
                           timeout=60)
     assert "refused: cannot write" in proc.stdout, proc.stdout + proc.stderr
     assert os.listdir(tmp_path / "out") == []
+
+
+def test_core_on_a_shared_storage_call_is_refused(tmp_path):
+    text = PROGRAM.replace("INIT", "{random: {seed: 2}}") + "      core: 99\n"
+    with pytest.raises(ProgramFileError, match=r"streams\.main\[0\]\.core: .*_p"):
+        load_program(program(tmp_path, text=text))
+
+
+@pytest.mark.parametrize("mask", [-1, -16])
+def test_negative_stream_core_mask_is_refused(mask):
+    with pytest.raises(DspSimError, match="selects no core"):
+        aclnn.Stream(Chip("mt7004"), mask)

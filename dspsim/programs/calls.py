@@ -77,7 +77,10 @@ def _item(loader, stream, item: Any, at: str, events: dict, buffers: dict[str, B
         return
     args = _arguments(loader, cname, item.get("args"), f"{at}.args", buffers)
     core = None
-    if item.get("core") is not None:
+    if item.get("core") is not None and cname.storage == "shared":
+        loader.problem(f"{at}.core", f"{cname.name} runs on the cores of its core_mask; core "
+                       f"names the executing core of a private-storage (_p) call: remove it")
+    elif item.get("core") is not None:
         core = loader.integer(item["core"], f"{at}.core")
     if args is None:
         return
