@@ -306,3 +306,15 @@ def test_core_on_a_shared_storage_call_is_refused(tmp_path):
 def test_negative_stream_core_mask_is_refused(mask):
     with pytest.raises(DspSimError, match="selects no core"):
         aclnn.Stream(Chip("mt7004"), mask)
+
+
+def test_temporary_of_a_writer_killed_mid_write_is_removed_by_the_next(tmp_path):
+    from dspsim.calibration.fitted_yaml import atomic_write_text
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, timeout=60)
+    left = tmp_path / f".trace-{int(dead.stdout)}-abc.tmp"
+    left.write_text("half a fitted chip")  # what SIGKILL mid-write leaves
+    (tmp_path / "fitted.yaml").write_text("old: 1\n")
+    atomic_write_text(tmp_path / "fitted.yaml", "new: 2\n")
+    assert sorted(os.listdir(tmp_path)) == ["fitted.yaml"]
+    assert (tmp_path / "fitted.yaml").read_text() == "new: 2\n"

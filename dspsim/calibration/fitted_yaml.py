@@ -9,16 +9,15 @@ written, atomically.
 from __future__ import annotations
 
 import os
-import stat
-import tempfile
 from typing import Mapping
 
 import yaml
 
 from dspsim.calibration.results import Calibration
 from dspsim.sim.config import config_from_dict, parse_chip_yaml
-from dspsim.sim.errors import ArgumentError, ConfigError
+from dspsim.sim.errors import ConfigError
 from dspsim.sim.overrides import apply_overrides, split_key
+from dspsim.sim.trace_file import write_atomically
 
 
 def format_number(value: float, whole: bool = False) -> str:
@@ -135,36 +134,16 @@ def _check(source: str, original: str, edited: str, values: Mapping[str, str]) -
     config_from_dict(got, source)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> str:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, fsynced, then
-    renamed over it; refuses to replace anything but a regular file."""
+def atomic_write_text(path: str | os.PathLike, text: str, what: str = "file") -> str:
+    """Write ``text`` to ``path`` all or nothing (see
+    :func:`dspsim.sim.trace_file.write_atomically`: a temporary file beside it, fsynced and
+    renamed; never over anything but a regular file; temporaries of killed writers
+    removed); problems are an ArgumentError naming the path."""
     path = os.fspath(path)
-    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
-        raise ArgumentError(f"{path} exists and is not a regular file; give another path")
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=".tmp",
-                                   dir=folder)
-    except OSError as exc:
-        raise ArgumentError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):  # a full disk, a file-size limit, a read-only folder
-            raise ArgumentError(f"cannot write {path}: {exc.strerror or exc}; free space or "
-                                f"give a path on another file system") from None
-        raise
+    write_atomically(text.encode("utf-8"), path, what)
     return path
 
 
 def write_fitted_chip(calibration: Calibration, path: str | os.PathLike) -> str:
     """Write the fitted chip file to ``path`` (see the module); returns the path."""
-    return atomic_write_text(path, fitted_chip_text(calibration))
+    return atomic_write_text(path, fitted_chip_text(calibration), "fitted chip file")

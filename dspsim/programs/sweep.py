@@ -13,7 +13,6 @@ import io
 import itertools
 import json
 import os
-import tempfile
 from typing import Any, Callable
 
 from dspsim.plots import pyplot, slug
@@ -21,6 +20,7 @@ from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
 from dspsim.result import to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
+from dspsim.sim.trace_file import write_atomically
 
 DEFAULT_SWEEP_DIR = "sweeps"
 ROWS_CSV, ROWS_JSON = "rows.csv", "rows.json"
@@ -113,26 +113,7 @@ def check_out_folder(folder: str) -> None:
 
 
 def _write_atomically(path: str, data: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".rows-", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise ArgumentError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):  # a full disk, a file-size limit, a read-only folder
-            raise ArgumentError(f"cannot write {path}: {exc.strerror or exc}; free space or "
-                                f"give a folder on another file system") from None
-        raise
+    write_atomically(data, path, "sweep's " + os.path.basename(path))
 
 
 def write_rows(rows: list[dict[str, Any]], folder: str) -> list[str]:
