@@ -318,3 +318,12 @@ def test_temporary_of_a_writer_killed_mid_write_is_removed_by_the_next(tmp_path)
     atomic_write_text(tmp_path / "fitted.yaml", "new: 2\n")
     assert sorted(os.listdir(tmp_path)) == ["fitted.yaml"]
     assert (tmp_path / "fitted.yaml").read_text() == "new: 2\n"
+
+
+@pytest.mark.parametrize("extra", [["--set", "cores=4"], ["--chips", "mt7004"],
+                                   ["--lengths", "64"], ["--workers", "2"]])
+def test_single_call_options_with_a_program_are_refused_not_ignored(tmp_path, extra):
+    proc = dspsim_cli("sweep", "--program", program(tmp_path), "--vary", "n=64",
+                      "--timing-only", "--no-plots", *extra, cwd=tmp_path, timeout=60)
+    assert "cannot be combined with --program" in one_line_error(proc)
+    assert sorted(os.listdir(tmp_path)) == ["p.yaml"]

@@ -133,6 +133,16 @@ def cmd_program_sweep(args, out: Output) -> int:
     """``dspsim sweep --program FILE --vary NAME=V1,V2``: rows, a table and plots."""
     from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
                                        run_program_sweep, write_plots, write_rows)
+    ignored = [option for option, dest in (
+        ("--ops", "ops"), ("--chips", "chips"), ("--lengths", "lengths"), ("--dtypes", "dtypes"),
+        ("--core-masks", "core_masks"), ("--cores", "cores"), ("--param", "param"),
+        ("--set", "sets"), ("--seed", "seed"), ("--scheduler", "scheduler"))
+        if getattr(args, dest, None)] + (["--workers"] if getattr(args, "workers", 1) != 1
+                                         else [])
+    if ignored:  # silently ignoring them would present a study that was not run
+        raise ArgumentError(f"{', '.join(ignored)} cannot be combined with --program; vary "
+                            f"the program file's parameters with --vary NAME=V1,V2,... (the "
+                            f"chip and lengths are set in the file)")
     axes = parse_axes(args.vary)
     folder = default_folder(args.program) if args.out is None else args.out
     check_out_folder(folder)  # before any run, not after the first
