@@ -164,15 +164,18 @@ def writer_alive(pid: int) -> bool:
     return True
 
 
-def write_atomically(data: bytes, path: str | os.PathLike, what: str = "trace") -> str:
+def write_atomically(data: bytes, path: str | os.PathLike, what: str = "trace", *,
+                     make_folder: bool = True) -> str:
     """Write ``data`` to ``path``: all of it or nothing, never over anything but a regular
-    file. Returns ``path``."""
+    file. ``make_folder`` creates the folder if it is missing (otherwise that is an
+    error, for files that belong with others in it). Returns ``path``."""
     shown = os.fspath(path)
     target = check_target(shown, what)
     folder = os.path.dirname(target)
     tmp = None
     try:
-        os.makedirs(folder, exist_ok=True)
+        if make_folder:
+            os.makedirs(folder, exist_ok=True)
         remove_stale_temporaries(folder)
         fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX,
                                    dir=folder)

@@ -47,7 +47,9 @@ def _annotate(annotation, value: Any) -> None:
     elif isinstance(value, (list, tuple)):
         for child in value:
             _annotate(annotation.array_values.add(), child)
-    else:  # None, and integers beyond 64 bits, as JSON text
+    elif value is None:
+        pass  # a name with no value reads back as None; Perfetto's JSON importer aborts on null
+    else:  # integers beyond 64 bits, as JSON text
         annotation.legacy_json_value = json.dumps(value, default=str)
 
 

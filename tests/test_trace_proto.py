@@ -201,3 +201,24 @@ def test_nested_slices_keep_their_nesting_in_whole_cycles():
                      TrackSlice(track, "inner2", "", 3.2, 10.6, {})]
     spans = model.integer_spans()
     assert spans == [(0, 11), (0, 3), (3, 11)]
+
+
+def test_null_args_are_written_without_json_null(tmp_path):
+    # Perfetto's trace processor aborts on a debug annotation holding JSON null (a program
+    # trace's `releases_call: None` crashed the UI): a null is a name with no value
+    chrome = {"traceEvents": [
+        {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "calls"}},
+        {"name": "wait", "ph": "X", "ts": 0.0, "dur": 1.0, "pid": 1, "tid": 1,
+         "args": {"releases_call": None, "nested": {"inner": None}, "items": [None, 1]}},
+    ], "metadata": {}}
+    path = write_trace(chrome, tmp_path / "nulls.pftrace")
+    annotations = [a for packet in parsed(path).packet
+                   for a in packet.track_event.debug_annotations]
+
+    def no_json(annotation):
+        return (annotation.WhichOneof("value") != "legacy_json_value"
+                and all(map(no_json, annotation.dict_entries))
+                and all(map(no_json, annotation.array_values)))
+    assert annotations and all(map(no_json, annotations))
+    wait = next(s for s in read_model(path).slices if s.name == "wait")
+    assert wait.args == {"releases_call": None, "nested": {"inner": None}, "items": [None, 1]}

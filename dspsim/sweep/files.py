@@ -14,11 +14,11 @@ import json
 import math
 import os
 import signal
-import tempfile
 import threading
 from typing import Any, Iterable, Iterator
 
 from dspsim.sim.errors import ArgumentError
+from dspsim.sim.trace_file import write_atomically
 
 #: Columns of rows.csv (rows.jsonl and rows.json hold the same keys), in display order.
 COLUMNS = (
@@ -53,32 +53,14 @@ def os_problem(exc: OSError) -> str:
 def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
 
-    Only a regular file (or nothing) is replaced; a failure leaves the old file and no
-    temporary file, and is a :class:`StoreError` naming the path.
+    The one safe writer of :mod:`dspsim.sim.trace_file`: only a regular file (or nothing)
+    is replaced, a failure leaves the old file and no temporary file, and it is a
+    :class:`StoreError` naming the path.
     """
-    if os.path.lexists(path) and not os.path.isfile(path):
-        raise StoreError(f"{path} exists and is not a regular file; move it away or choose "
-                         f"another --out folder")
-    folder = os.path.dirname(os.path.abspath(path))
     try:
-        _replace_with(path, folder, data)
-    except OSError as exc:
-        raise StoreError(f"cannot write {path}: {os_problem(exc)}") from None
-
-
-def _replace_with(path: str, folder: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=".tmp", dir=folder)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes files private; these are ordinary outputs
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        write_atomically(data, path, what=os.path.basename(path), make_folder=False)
+    except ArgumentError as exc:
+        raise StoreError(str(exc)) from None
 
 
 def json_safe(value: Any) -> Any:
