@@ -327,3 +327,10 @@ def test_single_call_options_with_a_program_are_refused_not_ignored(tmp_path, ex
                       "--timing-only", "--no-plots", *extra, cwd=tmp_path, timeout=60)
     assert "cannot be combined with --program" in one_line_error(proc)
     assert sorted(os.listdir(tmp_path)) == ["p.yaml"]
+
+
+@pytest.mark.parametrize("chip", ["ft78ne", None, 3])
+def test_program_of_something_else_than_a_chip_is_refused(chip):
+    from dspsim.programs import Program
+    with pytest.raises(DspSimError, match="give a Chip"):
+        Program(chip)

@@ -146,6 +146,10 @@ class Program:
     """Calls on streams of one chip, run together on one timeline (see the module doc)."""
 
     def __init__(self, chip: "Chip") -> None:
+        from dspsim.chip import Chip  # the launcher imports programs: import it late
+        if not isinstance(chip, Chip):
+            raise ArgumentError(f"Program({chip!r}): give a Chip, e.g. Program(Chip('ft78ne')) "
+                                f"or chip.program()")
         self.chip = chip
         self.streams: list[Stream] = []
         self.calls: list[EnqueuedCall] = []
