@@ -8,6 +8,7 @@ call before any call reads it.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,51 @@ class Buffer:
     @property
     def itemsize(self) -> int:
         return kernels.DTYPES[self.dtype].itemsize
+
+
+def parse_init(loader, node: Any, at: str) -> Init | None:
+    """A buffer's ``init`` (zeros, {random: {seed, low, high}} or {npy: FILE}); problems go
+    to ``loader.problem(key path, message)``."""
+    if node is None:
+        return None
+    if node == "zeros":
+        return Init("zeros")
+    if isinstance(node, dict) and len(node) == 1 and "npy" in node:
+        if not isinstance(node["npy"], str) or not node["npy"].endswith(".npy"):
+            loader.problem(f"{at}.npy", f"must be the path of a .npy file, got {node['npy']!r}")
+            return None
+        return Init("npy", path=node["npy"])
+    if isinstance(node, dict) and len(node) == 1 and "random" in node:
+        spec = node["random"]
+        if not isinstance(spec, dict) or set(spec) - {"seed", "low", "high"}:
+            loader.problem(f"{at}.random", "must be a mapping with seed and, for uniform "
+                           "numbers, low and high")
+            return None
+        seed = loader.integer(spec.get("seed", 0), f"{at}.random.seed")
+        low, high = (loader.value(spec.get(k), f"{at}.random.{k}") for k in ("low", "high"))
+        if (low is None) != (high is None) or (low is not None and not (
+                isinstance(low, (int, float)) and isinstance(high, (int, float))
+                and not isinstance(low, bool) and not isinstance(high, bool)
+                and low < high and math.isfinite(float(high) - float(low)))):
+            loader.problem(f"{at}.random", f"low and high must be finite numbers with "
+                           f"low < high, got {low!r} and {high!r}")
+            return None
+        return Init("random", seed=seed or 0, low=low, high=high)
+    loader.problem(at, f"must be zeros, {{random: {{seed: N}}}} or {{npy: FILE.npy}}, "
+                   f"got {node!r}")
+    return None
+
+
+def init_fits(loader, init: Init, dtype: str, at: str) -> bool:
+    """Whether random bounds lie within ``dtype``'s range (else a problem at ``at``)."""
+    if init.kind != "random" or init.low is None:
+        return True
+    limit = float(ml_dtypes.finfo(kernels.DTYPES[dtype].numpy).max)
+    if max(abs(init.low), abs(init.high)) > limit:
+        loader.problem(f"{at}.random", f"low and high must lie within {dtype}'s range "
+                       f"(±{limit:g}), got {init.low!r} and {init.high!r}")
+        return False
+    return True
 
 
 def place(buffers: list[Buffer], config: ChipConfig, memory: Memory, where: dict[str, str],

@@ -23,17 +23,15 @@ all of them at once, before anything is placed in memory.
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
-
 from dspsim import kernels
 from dspsim.chip import Chip
-from dspsim.programs.buffers import AUTO_REGIONS, Buffer, Init, describe, fill, load_npy, place
+from dspsim.programs.buffers import (AUTO_REGIONS, Buffer, Init, describe, fill, init_fits,
+                                     load_npy, parse_init, place)
 from dspsim.programs.program import Initial, Program
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.yamlfile import parse_yaml, read_yaml_text
@@ -274,12 +272,8 @@ class _Loader:
         init = self.init(spec.get("init"), f"{at}.init")
         if length is None or dtype is None or self.problems:
             return None
-        if init is not None and init.kind == "random" and init.low is not None:
-            limit = float(ml_dtypes.finfo(kernels.DTYPES[dtype].numpy).max)
-            if max(abs(init.low), abs(init.high)) > limit:
-                self.problem(f"{at}.init.random", f"low and high must lie within {dtype}'s "
-                             f"range (±{limit:g}), got {init.low!r} and {init.high!r}")
-                return None
+        if init is not None and not init_fits(self, init, dtype, f"{at}.init"):
+            return None
         buffer = Buffer(name, length, dtype, address, region, init)
         if init is not None and init.kind == "npy":
             base = os.path.dirname(os.path.abspath(self.path))
@@ -290,34 +284,7 @@ class _Loader:
         return buffer
 
     def init(self, node: Any, at: str) -> Init | None:
-        if node is None:
-            return None
-        if node == "zeros":
-            return Init("zeros")
-        if isinstance(node, dict) and len(node) == 1 and "npy" in node:
-            if not isinstance(node["npy"], str) or not node["npy"].endswith(".npy"):
-                self.problem(f"{at}.npy", f"must be the path of a .npy file, got {node['npy']!r}")
-                return None
-            return Init("npy", path=node["npy"])
-        if isinstance(node, dict) and len(node) == 1 and "random" in node:
-            spec = node["random"]
-            if not isinstance(spec, dict) or set(spec) - {"seed", "low", "high"}:
-                self.problem(f"{at}.random", "must be a mapping with seed and, for uniform "
-                             "numbers, low and high")
-                return None
-            seed = self.integer(spec.get("seed", 0), f"{at}.random.seed")
-            low, high = (self.value(spec.get(k), f"{at}.random.{k}") for k in ("low", "high"))
-            if (low is None) != (high is None) or (low is not None and not (
-                    isinstance(low, (int, float)) and isinstance(high, (int, float))
-                    and not isinstance(low, bool) and not isinstance(high, bool)
-                    and low < high and math.isfinite(float(high) - float(low)))):
-                self.problem(f"{at}.random", f"low and high must be finite numbers with "
-                             f"low < high, got {low!r} and {high!r}")
-                return None
-            return Init("random", seed=seed or 0, low=low, high=high)
-        self.problem(at, f"must be zeros, {{random: {{seed: N}}}} or {{npy: FILE.npy}}, "
-                     f"got {node!r}")
-        return None
+        return parse_init(self, node, at)
 
     # ------------------------------------------------------------------ streams
     def streams(self, node: Any, program: Program, buffers: dict[str, Buffer]) -> None:
