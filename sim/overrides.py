@@ -68,7 +68,9 @@ def numeric_value(raw: Any, key: str, source: str = "chip") -> float:
     """The number at ``key``; a ConfigError if the key holds anything else."""
     value = get_value(raw, key, source)
     if not is_number(value):
-        raise ConfigError(f"{source}: chip key {key!r} holds {value!r}, not a number; only "
+        held = (f"a section ({', '.join(map(str, value))})" if isinstance(value, Mapping)
+                else f"a list of {len(value)}" if isinstance(value, list) else repr(value))
+        raise ConfigError(f"{source}: chip key {key!r} holds {held:.200}, not a number; only "
                           f"numbers can be swept or fitted")
     return value
 
@@ -128,6 +130,11 @@ def parse_values(text: str, key: str) -> list[float]:
             value = yaml.safe_load(item) if item else None
         except yaml.YAMLError:
             value = None
+        if isinstance(value, str):  # YAML 1.1 reads 1e300 (no dot) as text
+            try:
+                value = float(value)
+            except ValueError:
+                pass
         if not is_number(value) or not math.isfinite(value):
             raise ArgumentError(f"--set {key}: {item!r} is not a finite number; give "
                                 f"{key}=V1,V2,...")

@@ -85,7 +85,8 @@ def validate(node: Any, field: Field, path: str, source: str) -> Any:
     if isinstance(node, float) and not math.isfinite(node):
         raise fail(f"must be finite, got {node!r}")
     if node and not NUMBER_MAGNITUDES[0] <= abs(node) <= NUMBER_MAGNITUDES[1]:
-        shown = f"{node:.6g}" if abs(node) < 1e300 else f"a number of {len(str(abs(node)))} digits"
+        shown = (f"an integer of {len(str(abs(node)))} digits"
+                 if isinstance(node, int) and abs(node) >= 1e300 else f"{node:.6g}")
         raise fail(f"must be 0 or of magnitude {NUMBER_MAGNITUDES[0]:g} to "
                    f"{NUMBER_MAGNITUDES[1]:g}, got {shown}")
     if field.positive and node <= 0:

@@ -49,3 +49,16 @@ def test_bad_set_axes_are_refused(text):
 def test_set_axis_parses_numbers():
     assert parse_set("memory.ddr.peak_bandwidth_gbps=10.67, 21.3,25.6") == (
         "memory.ddr.peak_bandwidth_gbps", [10.67, 21.3, 25.6])
+
+
+def test_exponents_without_a_dot_are_numbers():
+    # YAML 1.1 reads 1e300 as text; the axis is a number all the same
+    assert parse_set("memory.ddr.peak_bandwidth_gbps=1e3,2.5e1") == (
+        "memory.ddr.peak_bandwidth_gbps", [1000.0, 25.0])
+
+
+def test_a_section_is_named_not_printed(raw):
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(raw, {"memory": 1})
+    message = str(info.value)
+    assert "a section (ddr, shared_sram, l2)" in message and len(message) < 300
