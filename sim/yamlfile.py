@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from dspsim.sim.errors import ConfigError
+from dspsim.sim.textfile import read_small_text
 
 MAX_FILE_BYTES = 1 << 20
 MAX_YAML_DEPTH = 32
@@ -86,22 +87,9 @@ def _children(node) -> list:
 
 
 def read_yaml_text(path: str, what: str = "a chip description") -> str:
-    """The text of a description file: bounded in size, UTF-8, not binary."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES >> 10} KiB; {what} "
-                          f"is a small YAML file")
-    if b"\0" in data:
-        raise ConfigError(f"{path}: a binary file, not {what} in YAML")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); {what} "
-                          f"is a YAML text file") from None
+    """The text of a description file: bounded in size, UTF-8, not binary, not a pipe."""
+    return read_small_text(path, limit=MAX_FILE_BYTES, what=f"{what} in YAML",
+                           too_large=f"{what} is a small YAML file")
 
 
 def parse_yaml(text: str, source: str, what: str = "a chip description") -> Any:

@@ -4,6 +4,7 @@ Each is answered by a DspSimError (the command: exit status 2 and one line), and
 simulated memory as it was.
 """
 import copy
+import os
 
 import ml_dtypes
 import numpy as np
@@ -329,3 +330,10 @@ def test_aclnn_fuzz_answers_with_status_codes(tensors, scalar, mask, size):
         assert isinstance(status, int)
         status = run(None, workspace if size == 0 else size, executor, stream)
         assert isinstance(status, int)
+
+
+def test_a_chip_file_that_never_ends_is_refused_before_it_is_read(tmp_path):
+    fifo = tmp_path / "chip.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(dspsim.DspSimError, match="not a regular file"):
+        dspsim.Chip(str(fifo))  # reading it would wait for a writer forever

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from dspsim import kernels
 from dspsim.placement import PRIVATE_REGION, SHARED_REGIONS
+from dspsim.sim.textfile import read_small_text
 from dspsim.sim.errors import ArgumentError
 
 #: A measurement file is a few hundred rows; far beyond is a wrong file, and every row costs
@@ -89,28 +90,10 @@ def _column_name(text: str) -> str:
 def _read_text(path: str) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise MeasurementError(f"measurement file {path!r} must be a path to a CSV file")
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        raise MeasurementError(f"{path}: is a folder; give a CSV file of measured cycles")
-    if os.path.exists(path) and not os.path.isfile(path):  # a pipe or device never ends
-        raise MeasurementError(f"{path}: not a regular file (a device, pipe or socket); "
-                               f"give a CSV file of measured cycles")
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise MeasurementError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise MeasurementError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB; a measurement "
-                               f"file holds at most {MAX_ROWS} rows: keep a representative "
-                               f"sample of the calls")
-    if b"\0" in data:
-        raise MeasurementError(f"{path}: a binary file, not a CSV of measured cycles")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise MeasurementError(f"{path}: not UTF-8 text (byte {exc.start}); save the "
-                               f"measurements as a UTF-8 CSV file") from None
+    return read_small_text(
+        os.fspath(path), limit=MAX_FILE_BYTES, what="a CSV file of measured cycles",
+        too_large=f"a measurement file holds at most {MAX_ROWS} rows: keep a representative "
+                  f"sample of the calls", error=MeasurementError, encoding="utf-8-sig")
 
 
 def _cells(path: str, text: str):
