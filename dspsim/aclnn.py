@@ -45,9 +45,6 @@ from dspsim.sim.errors import DspSimError
 TENSOR_DTYPES = {np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16",
                  np.dtype(ml_dtypes.bfloat16): "bf16"}
 
-_fail = fail
-
-
 @dataclass
 class Executor:
     """An operator call checked by ``...GetWorkspaceSize``, ready to run once on a stream."""
@@ -135,7 +132,7 @@ def _build(check) -> tuple[int, int, Executor | None]:
     try:
         executor = check()
     except _Invalid as exc:
-        return _fail(exc.status, str(exc)), 0, None
+        return fail(exc.status, str(exc)), 0, None
     return ACLNN_SUCCESS, executor.workspace_size, executor
 
 
@@ -143,40 +140,40 @@ def _build(check) -> tuple[int, int, Executor | None]:
 def _run(workspace, workspace_size: int, executor: Executor | None, stream: Stream | None,
          api: str) -> int:
     if executor is None:
-        return _fail(ACLNN_ERR_PARAM_NULLPTR, f"{api}: executor is null; call "
+        return fail(ACLNN_ERR_PARAM_NULLPTR, f"{api}: executor is null; call "
                      f"{api}GetWorkspaceSize first")
     if stream is None:
-        return _fail(ACLNN_ERR_PARAM_NULLPTR, f"{api}: stream is null; create a Stream(chip)")
+        return fail(ACLNN_ERR_PARAM_NULLPTR, f"{api}: stream is null; create a Stream(chip)")
     if not isinstance(executor, Executor):
-        return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: executor is a {type(executor).__name__}; "
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: executor is a {type(executor).__name__}; "
                      f"pass the executor that {api}GetWorkspaceSize returned")
     if not isinstance(stream, Stream):
-        return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: stream is a {type(stream).__name__}; "
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: stream is a {type(stream).__name__}; "
                      f"create a Stream(chip)")
     size_ok = isinstance(workspace_size, (int, np.integer))
     if not size_ok or workspace_size < executor.workspace_size:
-        return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: workspaceSize={workspace_size!r}; pass "
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: workspaceSize={workspace_size!r}; pass "
                      f"the {executor.workspace_size} that {api}GetWorkspaceSize returned")
     if executor.ran:
-        return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: this executor has already run; an "
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: this executor has already run; an "
                      f"executor runs once, call {api}GetWorkspaceSize again")
     chip = stream.chip
     if executor.dtype not in chip.config.dtypes:
-        return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: {chip.name} does not support "
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: {chip.name} does not support "
                      f"{executor.dtype} tensors; its dtypes are {', '.join(chip.config.dtypes)}")
     try:  # the tensors may have changed since the executor was built
         named = {f"input {i}": t for i, t in enumerate(executor.inputs)}
         _same_layout({"output": executor.output, **named})
         _writable("output", executor.output)
     except _Invalid as exc:
-        return _fail(exc.status, f"{api}: {exc}")
+        return fail(exc.status, f"{api}: {exc}")
     try:
         cname = chip.resolve(executor.c_name)
         stream.enqueue(cname, executor.inputs, executor.output, executor.params,
                        in_place=executor.in_place,
                        on_result=lambda result: setattr(executor, "result", result))
     except DspSimError as exc:
-        return _fail(ACLNN_ERR_PARAM_INVALID, f"{api}: {exc}")
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: {exc}")
     executor.ran = True
     return ACLNN_SUCCESS
 

@@ -23,6 +23,18 @@ SAVED_FILES = {"result": "result.json", "trace": "trace.pftrace", "chip": "chip.
 FORMER_FILES = ("trace.json",)
 
 
+class TimedInCycles:
+    """Wall time of a result that holds its ``cycles`` and its chip's ``clock_mhz``."""
+
+    @property
+    def seconds(self) -> float:
+        return self.cycles / (self.clock_mhz * 1e6)
+
+    @property
+    def microseconds(self) -> float:
+        return self.seconds * 1e6
+
+
 @dataclass(frozen=True)
 class CoreResult:
     """What one core did: its element range, tiles and engine activity."""
@@ -64,7 +76,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 @dataclass
-class RunResult:
+class RunResult(TimedInCycles):
     """Cycles, time, bandwidth, utilisation and bound of one operator call."""
 
     operator: str  # the C name called
@@ -106,13 +118,6 @@ class RunResult:
                 f"{mask}: {self.cycles:,} cycles = {self.microseconds:,.3f} us, bound by "
                 f"{self.bound})")
 
-    @property
-    def seconds(self) -> float:
-        return self.cycles / (self.clock_mhz * 1e6)
-
-    @property
-    def microseconds(self) -> float:
-        return self.seconds * 1e6
 
     @property
     def ddr_bytes(self) -> int:

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dspsim.result import RunResult, to_jsonable
+from dspsim.result import RunResult, TimedInCycles, to_jsonable
 from dspsim.sim.machine import ENGINES
 from dspsim.sim.program import ProgramTiming, ScheduledCall
 from dspsim.sim.program_graph import Dependencies
@@ -48,7 +48,7 @@ class CallRecord:
 
 
 @dataclass
-class ProgramResult:
+class ProgramResult(TimedInCycles):
     """Cycles, per-call schedule, per-core use, DDR use and critical path of a program."""
 
     chip: str
@@ -75,13 +75,6 @@ class ProgramResult:
                 f"{self.chip}: {self.cycles:,} cycles = {self.microseconds:,.3f} us, bound by "
                 f"{self.bound})")
 
-    @property
-    def seconds(self) -> float:
-        return self.cycles / (self.clock_mhz * 1e6)
-
-    @property
-    def microseconds(self) -> float:
-        return self.seconds * 1e6
 
     def to_dict(self) -> dict[str, Any]:
         """Every figure as JSON data; each call's RunResult as its own ``to_dict()``."""
