@@ -27,7 +27,7 @@ import yaml
 
 import dspsim
 from dspsim.placement import place_operands
-from dspsim.sim.config import config_from_dict, packaged_chips
+from dspsim.sim.chip.load import config_from_dict, packaged_chips
 
 #: Operators with different bottlenecks: L2 load/store (relu_grad), the special-function
 #: unit (gelu_grad), three inputs (smoothl1lossgrad), one input (l_relu), the ALUs on
@@ -153,7 +153,7 @@ def _addresses(chip: dspsim.Chip, cname, case: Case) -> dict[str, int]:
     return {operand: base + i * stride for i, operand in enumerate(operands)}
 
 
-def run_case(case: Case, fidelity: str) -> dspsim.sim.machine.Timing:
+def run_case(case: Case, fidelity: str) -> dspsim.sim.engine.machine.Timing:
     """Time ``case`` with ``fidelity`` on a fresh chip (timing only: numerics do not
     change cycles). Returns the call's RunResult."""
     chip = case.make_chip()

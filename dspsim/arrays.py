@@ -14,7 +14,7 @@ from dspsim.chip import Chip
 from dspsim.placement import c_arguments, place_operands
 from dspsim.result import RunResult
 from dspsim.sim.errors import ArgumentError, DTypeError
-from dspsim.sim.machine import check_fidelity
+from dspsim.sim.engine.machine import check_fidelity
 
 #: numpy dtype kinds that hold real numbers: bool, signed and unsigned integers, floats
 _REAL_KINDS = "biuf"

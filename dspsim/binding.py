@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from dspsim import kernels
-from dspsim.sim.config import ChipConfig
+from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import AddressError, ArgumentError
-from dspsim.sim.job import Operand
+from dspsim.sim.engine.job import Operand
 from dspsim.sim.memory import Memory, Span
 
 

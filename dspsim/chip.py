@@ -17,10 +17,10 @@ import numpy as np
 from dspsim import kernels
 from dspsim.binding import BoundCall, bind_call
 from dspsim.result import RunResult, make_result
-from dspsim.sim.config import ChipConfig, load_config_and_text
+from dspsim.sim.chip.load import ChipConfig, load_config_and_text
 from dspsim.sim.errors import ArgumentError, DTypeError
-from dspsim.sim.job import Job, Operand
-from dspsim.sim.machine import check_fidelity, run_job
+from dspsim.sim.engine.job import Job, Operand
+from dspsim.sim.engine.machine import check_fidelity, run_job
 from dspsim.methods import operator_method
 from dspsim.sim.memory import Memory
 

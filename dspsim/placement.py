@@ -8,7 +8,7 @@ ask for shared SRAM instead of DDR: its operands then go back to back from the S
 from __future__ import annotations
 
 from dspsim.kernels import CName
-from dspsim.sim.config import ChipConfig
+from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import ArgumentError, CapacityError
 
 _ALIGN = 64  # bytes: keeps every operand aligned for any dtype and burst

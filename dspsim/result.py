@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.machine import ENGINES, Timing
-from dspsim.sim.trace import (TraceModel, chrome_from_model, encode_trace, model_from_timing,
+from dspsim.sim.engine.machine import ENGINES, Timing
+from dspsim.traces.formats import (TraceModel, chrome_from_model, encode_trace, model_from_timing,
                               write_trace)
-from dspsim.sim.trace_file import writer_alive
+from dspsim.atomic import writer_alive
 
 #: the files a saved run holds (see RunResult.save)
 SAVED_FILES = {"result": "result.json", "trace": "trace.pftrace", "chip": "chip.yaml"}
@@ -101,7 +101,7 @@ class RunResult(TimedInCycles):
     lanes: int
     scheduled_events: int
     warnings: list[str] = field(default_factory=list)
-    # shared-storage calls: the tile size chosen and why (see dspsim.sim.tiling)
+    # shared-storage calls: the tile size chosen and why (see dspsim.sim.engine.tiling)
     tiling: dict[str, Any] | None = None
     # the model's own record (slices, samples): for traces, not part of the JSON
     timing: Timing | None = field(default=None, repr=False, compare=False,
@@ -138,13 +138,13 @@ class RunResult(TimedInCycles):
         return sum(c.tiles for c in self.per_core)
 
     def trace_model(self) -> TraceModel:
-        """The call's trace, format-neutral (see :mod:`dspsim.sim.trace`)."""
+        """The call's trace, format-neutral (see :mod:`dspsim.traces.formats`)."""
         if self.timing is None:
             raise ValueError("this result was made without timing slices")
         return model_from_timing(self.timing, self.metadata, self.clock_mhz * 1e-3)
 
     def trace(self) -> dict[str, Any]:
-        """The call's Chrome trace dict (see :mod:`dspsim.sim.trace`)."""
+        """The call's Chrome trace dict (see :mod:`dspsim.traces.formats`)."""
         return chrome_from_model(self.trace_model())
 
     def write_trace(self, path, fmt: str | None = None) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dspsim.sim.config import ChipConfig
+from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import AddressError, ArgumentError, DTypeError
 
 

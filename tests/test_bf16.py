@@ -13,7 +13,7 @@ import yaml
 
 import dspsim
 from dspsim import kernels
-from dspsim.sim.config import packaged_chips
+from dspsim.sim.chip.load import packaged_chips
 
 from reference import REFERENCES
 from test_operators import PARAMS, assert_matches_reference, make_inputs

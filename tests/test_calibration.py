@@ -10,8 +10,8 @@ import pytest
 
 from dspsim.calibration import calibrate, calls, synthetic_measurements, write_measurements
 from dspsim.calibration.fitted_yaml import fitted_chip_text
-from dspsim.sim.config import config_from_dict, parse_chip_yaml
-from dspsim.sim.overrides import get_value
+from dspsim.sim.chip.load import config_from_dict, parse_chip_yaml
+from dspsim.sim.chip.overrides import get_value
 
 SHARED = calls(["fp_relu_grad_s", "fp_gelu_grad_s"], [2048, 8192, 32768],
                [0x1, 0xF])

@@ -3,7 +3,7 @@ import json
 import subprocess
 import sys
 
-from dspsim.sim.trace import load_trace, validate_trace
+from dspsim.traces.formats import load_trace, validate_trace
 
 
 def dspsim_cli(*args, cwd=None):

@@ -14,8 +14,8 @@ import yaml
 import dspsim
 from dspsim import kernels
 from dspsim.result import RunResult
-from dspsim.sim.config import packaged_chips
-from dspsim.sim.trace import load_trace, validate_trace
+from dspsim.sim.chip.load import packaged_chips
+from dspsim.traces.formats import load_trace, validate_trace
 
 from terminal import appears_whole, dspsim_cli, dspsim_in_terminal
 

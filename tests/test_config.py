@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from dspsim import ConfigError
-from dspsim.sim.config import config_from_dict, load_config, packaged_chips
+from dspsim.sim.chip.load import config_from_dict, load_config, packaged_chips
 
 
 def raw(name="ft78ne"):

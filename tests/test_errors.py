@@ -105,7 +105,7 @@ def test_argument_count_and_types(chip):
 
 
 def test_config_file_with_errors(tmp_path):
-    from dspsim.sim.config import packaged_chips
+    from dspsim.sim.chip.load import packaged_chips
     path = tmp_path / "chip.yaml"
     text = open(packaged_chips()["ft78ne"]).read()
     path.write_text(text.replace("cores: 8 ", "cores: 0 "))

@@ -7,8 +7,8 @@ import yaml
 
 import dspsim
 from dspsim import ConfigError, kernels
-from dspsim.sim.config import config_from_dict, packaged_chips
-from dspsim.sim.vector import vector_cost
+from dspsim.sim.chip.load import config_from_dict, packaged_chips
+from dspsim.sim.engine.vector import vector_cost
 
 
 def raw(name="ft78ne"):

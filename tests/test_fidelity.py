@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.sim.detailed import OUTSTANDING_BURSTS, LinkArbiter, _BurstTransfer
-from dspsim.sim.machine import FLUID_MIN_BURSTS
-from dspsim.sim.model import CountingEnvironment
-from dspsim.sim.network import Link
-from dspsim.sim.trace import validate_trace
+from dspsim.sim.engine.detailed import OUTSTANDING_BURSTS, LinkArbiter, _BurstTransfer
+from dspsim.sim.engine.machine import FLUID_MIN_BURSTS
+from dspsim.sim.engine.model import CountingEnvironment
+from dspsim.sim.engine.network import Link
+from dspsim.traces.formats import validate_trace
 
 TOLERANCE = 0.03  # fast within 3% of detailed
 

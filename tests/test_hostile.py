@@ -14,7 +14,7 @@ import yaml
 import dspsim
 from dspsim import aclnn
 from dspsim.aclnn import ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
-from dspsim.sim.config import config_from_dict, load_config, packaged_chips
+from dspsim.sim.chip.load import config_from_dict, load_config, packaged_chips
 
 from terminal import dspsim_cli, dspsim_in_terminal
 

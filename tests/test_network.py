@@ -2,7 +2,7 @@
 import pytest
 import simpy
 
-from dspsim.sim.network import Flow, FlowNetwork, Link, max_min_rates
+from dspsim.sim.engine.network import Flow, FlowNetwork, Link, max_min_rates
 
 
 def flows_on(*specs):

@@ -18,7 +18,7 @@ import pytest
 import dspsim
 from dspsim import kernels
 from dspsim.kernels.check import compare, tolerance_for, ulp_distance
-from dspsim.sim.config import load_config, packaged_chips
+from dspsim.sim.chip.load import load_config, packaged_chips
 
 from reference import REFERENCES
 
@@ -434,7 +434,7 @@ def test_instruction_mixes_use_only_configured_instructions():
 
 
 def test_transcendental_gradients_cost_more_than_relu_grad():
-    from dspsim.sim.vector import vector_cost
+    from dspsim.sim.engine.vector import vector_cost
     for chip_name in CHIPS:
         config = dspsim.Chip(chip_name).config
         cost = {stem: vector_cost(config, "fp32", op.mix).iteration_cycles

@@ -5,7 +5,7 @@ import pytest
 import dspsim
 from dspsim.programs import DeadlockError, RaceError
 from dspsim.sim.errors import AddressError, ArgumentError, DspSimError
-from dspsim.sim.trace import trace_bytes, validate_trace
+from dspsim.traces.formats import trace_bytes, validate_trace
 
 DDR = 0x80000000
 SRAM = 0x0C000000
@@ -129,7 +129,7 @@ def test_events_order_streams_and_numerics_flow_in_dependency_order(ft78ne):
 
 
 def test_program_traces_carry_flows_from_records_to_waits(ft78ne, tmp_path):
-    from dspsim.sim.trace import read_model
+    from dspsim.traces.formats import read_model
     from dspsim.traces.read import read_trace
     n = 4096
     fill(ft78ne, DDR, n, 1)

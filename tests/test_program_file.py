@@ -9,7 +9,7 @@ import pytest
 
 from dspsim.programs.file import ProgramFileError, load_program
 from dspsim.sim.errors import DspSimError
-from dspsim.sim.trace import validate_trace
+from dspsim.traces.formats import validate_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import dspsim
 from dspsim.sim.errors import DspSimError
-from dspsim.sim.trace import trace_bytes, validate_trace
+from dspsim.traces.formats import trace_bytes, validate_trace
 
 BUFFER = 1 << 16  # bytes between buffers: room for the longest call
 BASE = 0x80000000

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 import dspsim
 from dspsim.placement import c_arguments
 from dspsim import kernels
-from dspsim.sim.config import config_from_dict, packaged_chips
-from dspsim.sim.machine import run_job
-from dspsim.sim.trace import trace_bytes, validate_trace
+from dspsim.sim.chip.load import config_from_dict, packaged_chips
+from dspsim.sim.engine.machine import run_job
+from dspsim.traces.formats import trace_bytes, validate_trace
 
 RAW = {}
 for _name, _path in sorted(packaged_chips().items()):

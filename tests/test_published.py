@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.sim.vector import vector_cost
+from dspsim.sim.engine.vector import vector_cost
 
 
 @pytest.fixture(scope="module")

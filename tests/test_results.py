@@ -8,7 +8,7 @@ import pytest
 
 import dspsim
 from dspsim.result import RunResult, to_jsonable
-from dspsim.sim.trace import load_trace, validate_trace
+from dspsim.traces.formats import load_trace, validate_trace
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dspsim
-from dspsim.sim.config import config_from_dict
-from dspsim.sim.tiling import partition
+from dspsim.sim.chip.load import config_from_dict
+from dspsim.sim.engine.tiling import partition
 from test_properties import RAW, chip_descriptions
 
 CORE_STEP = 1.01  # one more core: at most 1% slower

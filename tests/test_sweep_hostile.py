@@ -18,7 +18,7 @@ from dspsim.sweep import files as sweep_files
 from dspsim.sweep.chips import ChipSpec
 from dspsim.sweep.executors import SerialExecutor
 from dspsim.sweep.store import RowStore, StoreError
-from dspsim.sim.config import resolve_chip_path
+from dspsim.sim.chip.load import resolve_chip_path
 
 
 def small(**changes) -> SweepSpec:

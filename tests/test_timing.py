@@ -4,8 +4,8 @@ import dataclasses
 import pytest
 
 import dspsim
-from dspsim.sim.machine import partition
-from dspsim.sim.trace import trace_bytes
+from dspsim.sim.engine.machine import partition
+from dspsim.traces.formats import trace_bytes
 
 BIG = 1 << 22
 

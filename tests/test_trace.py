@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.sim.trace import load_trace, validate_trace, write_trace
+from dspsim.traces.formats import load_trace, validate_trace, write_trace
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_validator_catches_partial_overlap_missing_fields_and_negative_durations
 
 
 def test_back_to_back_slices_do_not_overlap_after_conversion_to_nanoseconds():
-    from dspsim.sim.trace import _micro
+    from dspsim.traces.formats import _micro
     for k in range(1000, 30000):
         assert int(_micro(k) * 1000) == k
 

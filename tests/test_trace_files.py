@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.sim import trace_file
+from dspsim import atomic as trace_file
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.trace import write_trace
-from dspsim.sim.trace_file import remove_stale_temporaries, write_atomically
+from dspsim.traces.formats import write_trace
+from dspsim.atomic import remove_stale_temporaries, write_atomically
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +135,7 @@ def test_a_failed_encoding_leaves_the_old_file_and_no_temporary(tmp_path, result
 def test_a_writer_killed_mid_write_leaves_a_temporary_that_the_next_write_removes(tmp_path):
     target = tmp_path / "t.pftrace"
     code = ("import os, signal\n"
-            "from dspsim.sim import trace_file\n"
+            "from dspsim import atomic as trace_file\n"
             "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"
             f"trace_file.write_atomically(b'x' * 100000, {str(target)!r})\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)

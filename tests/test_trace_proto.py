@@ -7,8 +7,8 @@ import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 import dspsim
-from dspsim.sim.trace import load_trace, read_model, trace_model, validate_trace, write_trace
-from dspsim.sim.trace_model import TraceModel, TrackSlice
+from dspsim.traces.formats import load_trace, read_model, trace_model, validate_trace, write_trace
+from dspsim.traces.model import TraceModel, TrackSlice
 from dspsim.traces.view import read_trace, summarize
 
 BEGIN, END, INSTANT, COUNTER = (pb.TrackEvent.Type.Value(t) for t in (

@@ -11,7 +11,7 @@ import pytest
 import dspsim
 from dspsim.traces.plot import _label, chart_rows, legend_entries, plot_trace
 from dspsim.placement import place_operands
-from dspsim.sim.config import load_config, packaged_chips
+from dspsim.sim.chip.load import load_config, packaged_chips
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.compare import compare
 from dspsim.traces.view import gaps, intersection, merge, read_trace, summarize

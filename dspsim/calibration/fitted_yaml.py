@@ -14,10 +14,10 @@ from typing import Mapping
 import yaml
 
 from dspsim.calibration.results import Calibration
-from dspsim.sim.config import config_from_dict, parse_chip_yaml
+from dspsim.sim.chip.load import config_from_dict, parse_chip_yaml
 from dspsim.sim.errors import ConfigError
-from dspsim.sim.overrides import apply_overrides, split_key
-from dspsim.sim.trace_file import write_atomically
+from dspsim.sim.chip.overrides import apply_overrides, split_key
+from dspsim.atomic import write_atomically
 
 
 def format_number(value: float, whole: bool = False) -> str:
@@ -136,7 +136,7 @@ def _check(source: str, original: str, edited: str, values: Mapping[str, str]) -
 
 def atomic_write_text(path: str | os.PathLike, text: str, what: str = "file") -> str:
     """Write ``text`` to ``path`` all or nothing (see
-    :func:`dspsim.sim.trace_file.write_atomically`: a temporary file beside it, fsynced and
+    :func:`dspsim.atomic.write_atomically`: a temporary file beside it, fsynced and
     renamed; never over anything but a regular file; temporaries of killed writers
     removed); problems are an ArgumentError naming the path."""
     path = os.fspath(path)

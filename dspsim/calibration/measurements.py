@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from dspsim import kernels
 from dspsim.placement import PRIVATE_REGION, SHARED_REGIONS
-from dspsim.sim.textfile import read_small_text
+from dspsim.sim.chip.textfile import read_small_text
 from dspsim.sim.errors import ArgumentError
 
 #: A measurement file is a few hundred rows; far beyond is a wrong file, and every row costs

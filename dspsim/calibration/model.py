@@ -1,8 +1,8 @@
 """The chip as a function of the keys being fitted: values in, predicted cycles out.
 
 :class:`ChipModel` holds the chip file's text and parsed description and builds a validated
-:class:`~dspsim.sim.config.ChipConfig` for any values of the chosen keys (through
-:mod:`dspsim.sim.overrides`, so that a value the chip cannot have is refused by the same
+:class:`~dspsim.sim.chip.load.ChipConfig` for any values of the chosen keys (through
+:mod:`dspsim.sim.chip.overrides`, so that a value the chip cannot have is refused by the same
 checks as a hand-edited file). :class:`CallTimer` times every measured call on such a
 config, timing only, with its operands placed where ``dspsim run`` places them.
 
@@ -25,10 +25,10 @@ from dspsim.binding import BoundCall
 from dspsim.calibration.measurements import Measurement, MeasurementError
 from dspsim.chip import Chip, PreparedCall
 from dspsim.placement import c_arguments, place_operands
-from dspsim.sim.config import (ChipConfig, config_from_dict, parse_chip_yaml, read_chip_text,
+from dspsim.sim.chip.load import (ChipConfig, config_from_dict, parse_chip_yaml, read_chip_text,
                                resolve_chip_path)
 from dspsim.sim.errors import ArgumentError, CapacityError, ConfigError, DspSimError
-from dspsim.sim.overrides import apply_overrides, numeric_value, split_key, whole_number_key
+from dspsim.sim.chip.overrides import apply_overrides, numeric_value, split_key, whole_number_key
 
 
 #: How far (in units, or a tenth of the value if more) a whole number is moved to find a

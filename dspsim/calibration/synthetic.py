@@ -18,8 +18,8 @@ import numpy as np
 from dspsim.calibration.fitted_yaml import atomic_write_text
 from dspsim.calibration.measurements import PARAMETER_NAMES, Measurement
 from dspsim.calibration.model import CallTimer, reported_cycles
-from dspsim.sim.config import config_from_dict, parse_chip_yaml, read_chip_text, resolve_chip_path
-from dspsim.sim.overrides import apply_overrides
+from dspsim.sim.chip.load import config_from_dict, parse_chip_yaml, read_chip_text, resolve_chip_path
+from dspsim.sim.chip.overrides import apply_overrides
 
 COLUMNS = ("operator", "length", "core_mask", "region", "cycles")
 

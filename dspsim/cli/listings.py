@@ -7,9 +7,9 @@ from rich.text import Text
 
 from dspsim import kernels
 from dspsim.cli.output import Output, number_column, text_column
-from dspsim.sim.config import ChipConfig, load_config, packaged_chips
+from dspsim.sim.chip.load import ChipConfig, load_config, packaged_chips
 from dspsim.sim.errors import DspSimError
-from dspsim.sim.vector import vector_cost
+from dspsim.sim.engine.vector import vector_cost
 
 
 # --------------------------------------------------------------------------- chips

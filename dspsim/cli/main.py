@@ -27,8 +27,8 @@ from dspsim.cli.report import render
 from dspsim.cli.listings import add_chips, add_ops
 from dspsim.result import check_folder, to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
-from dspsim.sim.machine import FIDELITIES
-from dspsim.sim.trace import check_target
+from dspsim.sim.engine.machine import FIDELITIES
+from dspsim.traces.formats import check_target
 
 DEFAULT_TRACE_DIR = "traces"
 #: Perfetto's protobuf: clean track names and whole-cycle slices in the Perfetto UI

@@ -9,8 +9,8 @@ from dspsim.cli.output import Output, number_column, text_column
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.machine import FIDELITIES
-from dspsim.sim.trace_file import check_target
+from dspsim.sim.engine.machine import FIDELITIES
+from dspsim.atomic import check_target
 
 
 def cores_text(cores) -> str:

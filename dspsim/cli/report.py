@@ -11,8 +11,8 @@ from rich.text import Text
 from dspsim.cli.output import Output, number_column, text_column
 from dspsim.kernels.check import Check
 from dspsim.result import SAVED_FILES, RunResult
-from dspsim.sim.machine import ENGINES
-from dspsim.sim.trace import trace_format
+from dspsim.sim.engine.machine import ENGINES
+from dspsim.traces.formats import trace_format
 
 
 def _pct(part: float, whole: float) -> str:

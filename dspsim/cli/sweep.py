@@ -17,10 +17,10 @@ from dspsim.cli.output import Output, number_column, text_column
 from dspsim.cli.program import cmd_program_sweep
 from dspsim.plots import slug
 from dspsim.programs.sweep import add_program_options
-from dspsim.sim.config import packaged_chips
+from dspsim.sim.chip.load import packaged_chips
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.machine import FIDELITIES
-from dspsim.sim.overrides import parse_set
+from dspsim.sim.engine.machine import FIDELITIES
+from dspsim.sim.chip.overrides import parse_set
 from dspsim.sweep import SweepSpec, elasticities, rows_for_plots, run_sweep, whatif_points
 from dspsim.sweep.executors import make_executor
 from dspsim.sweep.plan import Plan, plan

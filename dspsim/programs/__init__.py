@@ -6,7 +6,7 @@ Program files (YAML) describe the same: :func:`load_program`.
 """
 from dspsim.programs.program import EnqueuedCall, Event, Program, Stream
 from dspsim.programs.result import CallRecord, ProgramResult
-from dspsim.sim.program_graph import DeadlockError, RaceError
+from dspsim.sim.program.graph import DeadlockError, RaceError
 
 __all__ = ["CallRecord", "DeadlockError", "EnqueuedCall", "Event", "Program", "ProgramResult",
            "RaceError", "Stream"]

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from dspsim import kernels
-from dspsim.sim.config import ChipConfig
+from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import DspSimError
 from dspsim.sim.memory import Memory, Span
 

@@ -34,7 +34,7 @@ from dspsim.programs.buffers import (AUTO_REGIONS, Buffer, Init, describe, fill,
                                      load_npy, parse_init, place)
 from dspsim.programs.program import Initial, Program
 from dspsim.programs.result import ProgramResult
-from dspsim.sim.yamlfile import parse_yaml, read_yaml_text
+from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
 from dspsim.sim.errors import ConfigError, DspSimError
 
 _TOP = ("chip", "description", "parameters", "buffers", "streams")

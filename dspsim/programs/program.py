@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from dspsim.binding import BoundCall
 from dspsim.methods import operator_doc, operator_signature
 from dspsim.sim.errors import AddressError, ArgumentError
-from dspsim.sim.machine import check_fidelity
+from dspsim.sim.engine.machine import check_fidelity
 from dspsim.sim.memory import Span
-from dspsim.sim.program import plan_call, run_program
-from dspsim.sim.program_graph import (CallItem, RaceError, RecordItem, WaitItem,
+from dspsim.sim.program.scheduler import plan_call, run_program
+from dspsim.sim.program.graph import (CallItem, RaceError, RecordItem, WaitItem,
                                       build_dependencies, find_races)
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dspsim.result import RunResult, TimedInCycles, to_jsonable
-from dspsim.sim.machine import ENGINES
-from dspsim.sim.program import ProgramTiming, ScheduledCall
-from dspsim.sim.program_graph import Dependencies
+from dspsim.sim.engine.machine import ENGINES
+from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
+from dspsim.sim.program.graph import Dependencies
 
 if TYPE_CHECKING:
     from dspsim.programs.program import Program
@@ -93,7 +93,7 @@ class ProgramResult(TimedInCycles):
     def write_trace(self, path) -> str:
         """Write the program's trace to ``path`` atomically: Perfetto protobuf, or Chrome
         JSON for a name ending in ``.json``; returns the path."""
-        from dspsim.sim.trace import write_trace
+        from dspsim.traces.formats import write_trace
         return write_trace(self.trace(), path)
 
 
@@ -126,7 +126,7 @@ def _events(program: "Program", timing: ProgramTiming) -> list[dict[str, Any]]:
     waiting stream, the first call the wait held (if any), when the stream reached the wait
     and when the event released it."""
     from dspsim.programs.program import EnqueuedCall
-    from dspsim.sim.program_graph import RecordItem, WaitItem
+    from dspsim.sim.program.graph import RecordItem, WaitItem
     events: dict[str, dict[str, Any]] = {}
     for stream in program.streams:
         for item in stream.items:

@@ -20,7 +20,7 @@ from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
 from dspsim.result import to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
-from dspsim.sim.trace_file import write_atomically
+from dspsim.atomic import write_atomically
 
 DEFAULT_SWEEP_DIR = "sweeps"
 ROWS_CSV, ROWS_JSON = "rows.csv", "rows.json"

@@ -1,4 +1,4 @@
-"""The Chrome trace of a whole program, in the conventions of :mod:`dspsim.sim.trace`.
+"""The Chrome trace of a whole program, in the conventions of :mod:`dspsim.traces.formats`.
 
 * one process per core, one thread per engine (``dma-in``, ``vector``, ``dma-out``, or
   ``dma-in.0``... per operand); on each engine thread every call that ran on the core is a
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from dspsim.sim.model import CALL_TRACK, ENGINES
+from dspsim.sim.engine.model import CALL_TRACK, ENGINES
 
 if TYPE_CHECKING:
     from dspsim.programs.result import ProgramResult

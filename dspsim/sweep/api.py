@@ -8,7 +8,7 @@ from dspsim.sweep.driver import run_sweep
 from dspsim.sweep.executors import make_executor
 from dspsim.sweep.plan import DEFAULT_FIDELITY, SweepSpec, plan
 from dspsim.sweep.store import RowStore
-from dspsim.sim.config import packaged_chips
+from dspsim.sim.chip.load import packaged_chips
 from dspsim.sim.errors import ArgumentError
 
 

@@ -4,7 +4,7 @@ A :class:`ChipSpec` carries a parsed, validated chip description (as canonical J
 wherever a run executes, with a digest of what the model reads: comments, key order and
 the prose ``description`` do not change it, any number does. What-if axes (``--set
 KEY=V1,V2``) turn a chip into a grid of variants (:func:`chip_variants`), each changed by
-key path (:mod:`dspsim.sim.overrides`) before validation, so that a combination the chip
+key path (:mod:`dspsim.sim.chip.overrides`) before validation, so that a combination the chip
 cannot have is refused by the checks of a hand-edited file.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
-from dspsim.sim.config import (ChipConfig, config_from_dict, parse_chip_yaml, read_chip_text,
+from dspsim.sim.chip.load import (ChipConfig, config_from_dict, parse_chip_yaml, read_chip_text,
                                resolve_chip_path)
 from dspsim.sim.errors import DspSimError
-from dspsim.sim.overrides import apply_overrides, numeric_value
+from dspsim.sim.chip.overrides import apply_overrides, numeric_value
 
 
 def description_digest(raw: Any) -> str:

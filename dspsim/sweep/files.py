@@ -18,7 +18,7 @@ import threading
 from typing import Any, Iterable, Iterator
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.trace_file import write_atomically
+from dspsim.atomic import write_atomically
 
 #: Columns of rows.csv (rows.jsonl and rows.json hold the same keys), in display order.
 COLUMNS = (
@@ -53,7 +53,7 @@ def os_problem(exc: OSError) -> str:
 def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
 
-    The one safe writer of :mod:`dspsim.sim.trace_file`: only a regular file (or nothing)
+    The one safe writer of :mod:`dspsim.atomic`: only a regular file (or nothing)
     is replaced, a failure leaves the old file and no temporary file, and it is a
     :class:`StoreError` naming the path.
     """

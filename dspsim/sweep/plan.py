@@ -13,8 +13,8 @@ from typing import Iterable
 
 from dspsim import kernels
 from dspsim.sim.errors import ArgumentError, ConfigError
-from dspsim.sim.machine import FIDELITIES
-from dspsim.sim.overrides import split_key
+from dspsim.sim.engine.machine import FIDELITIES
+from dspsim.sim.chip.overrides import split_key
 from dspsim.sweep.chips import (ChipSpec, chip_label, chip_variants, format_overrides,
                                 unique_chips)
 

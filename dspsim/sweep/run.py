@@ -18,8 +18,8 @@ from dspsim.kernels.check import compare
 from dspsim.placement import c_arguments, place_operands
 from dspsim.sim.errors import DspSimError
 from dspsim.result import RunResult
-from dspsim.sim.machine import COMPUTE, LOAD, STORE, run_job
-from dspsim.sim.machine import plan as machine_plan
+from dspsim.sim.engine.machine import COMPUTE, LOAD, STORE, run_job
+from dspsim.sim.engine.machine import plan as machine_plan
 from dspsim.sweep.plan import (BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_overrides,
                                format_params)
 

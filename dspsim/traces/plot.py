@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from dspsim.plots import pyplot
-from dspsim.sim.trace_file import write_atomically
+from dspsim.atomic import write_atomically
 
 ENGINE_COLORS = {"dma-in": "tab:blue", "vector": "tab:green", "dma-out": "tab:orange",
                  "call": "tab:gray"}

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.trace import DDR_COUNTER, read_model
-from dspsim.sim.trace_model import finite_number
+from dspsim.traces.formats import DDR_COUNTER, read_model
+from dspsim.traces.model import finite_number
 
 CALL = "call"
 

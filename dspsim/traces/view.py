@@ -1,6 +1,6 @@
 """Reading dspsim traces back: per-core engine activity, DDR use, bound, and differences.
 
-A trace (see :mod:`dspsim.sim.trace`; Perfetto protobuf or Chrome JSON, both read into one
+A trace (see :mod:`dspsim.traces.formats`; Perfetto protobuf or Chrome JSON, both read into one
 model) holds a group of tracks per core with one track per engine (``dma-in``, ``vector``,
 ``dma-out``; ``dma-in.0``, ``dma-in.1``… when a core has several engines per direction),
 a call group with the launch and barrier slices and the "DDR bandwidth" counter, and a
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.machine import ENGINES as ENGINE_ORDER
+from dspsim.sim.engine.machine import ENGINES as ENGINE_ORDER
 from dspsim.traces.read import CALL, MODEL_METADATA, Trace, TraceSlice, read_trace
 
 __all__ = ["CALL", "MODEL_METADATA", "MAX_BUCKETS", "Trace", "TraceSlice", "TraceSummary",

@@ -14,9 +14,9 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from dspsim.sim.chip_schema import CHIP_SCHEMA
+from dspsim.sim.chip.keys import CHIP_SCHEMA
 from dspsim.sim.errors import ArgumentError, ConfigError
-from dspsim.sim.schema import Field, field_kind
+from dspsim.sim.chip.schema import Field, field_kind
 
 #: Longest key path a user may give; chip descriptions are a few levels deep.
 MAX_KEY_PARTS = 16

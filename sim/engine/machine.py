@@ -1,13 +1,13 @@
 """One call on the simulated chip: planning, launching it on a timeline, its Timing.
 
-A call is a job submitted to a :class:`~dspsim.sim.model.Timeline`, the chip's shared
+A call is a job submitted to a :class:`~dspsim.sim.engine.model.Timeline`, the chip's shared
 state (clock, links, DMA engines). :func:`run_job` runs one call alone on a fresh
-timeline; a program (:mod:`dspsim.sim.program`) submits many to one timeline, where they
+timeline; a program (:mod:`dspsim.sim.program.scheduler`) submits many to one timeline, where they
 share links and engines transfer by transfer. The work itself is the tile pipeline of
-:mod:`dspsim.sim.pipeline`, timed by a datapath:
+:mod:`dspsim.sim.engine.pipeline`, timed by a datapath:
 
-* ``"fast"`` (:mod:`dspsim.sim.datapath`): a transfer is a fluid flow whose rate is its
-  max-min fair share of the links it crosses (:mod:`dspsim.sim.network`); a tile's vector
+* ``"fast"`` (:mod:`dspsim.sim.engine.datapath`): a transfer is a fluid flow whose rate is its
+  max-min fair share of the links it crosses (:mod:`dspsim.sim.engine.network`); a tile's vector
   work is one closed-form delay. Cores that get the same number of elements then behave
   identically (same tiles, same transfers at the same instants, symmetric links), so one
   of them is simulated for all and its flows count once per core on the shared links: the
@@ -16,7 +16,7 @@ share links and engines transfer by transfer. The work itself is the tile pipeli
   transfers are shorter than :data:`FLUID_MIN_BURSTS` bursts is far from that limit, so
   its DMA is simulated burst by burst, as in the detailed model, when that is cheap
   (:data:`BURST_BUDGET`).
-* ``"detailed"`` (:mod:`dspsim.sim.detailed`): every core is simulated, DMA moves bursts
+* ``"detailed"`` (:mod:`dspsim.sim.engine.detailed`): every core is simulated, DMA moves bursts
   with round-robin arbitration on every link, and the vector core issues every iteration.
 """
 from __future__ import annotations
@@ -26,18 +26,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dspsim.sim.config import ChipConfig
-from dspsim.sim.datapath import (BURST_BUDGET, DMA_MODELS, FLUID_MIN_BURSTS, Datapath,
+from dspsim.sim.chip.load import ChipConfig
+from dspsim.sim.engine.datapath import (BURST_BUDGET, DMA_MODELS, FLUID_MIN_BURSTS, Datapath,
                                  dma_timing, group_cores)
 from dspsim.sim.errors import ArgumentError, ConfigError
-from dspsim.sim.job import Job
-from dspsim.sim.model import (CALL_TRACK, COMPUTE, ENGINES, FIDELITIES, LOAD, STORE,
+from dspsim.sim.engine.job import Job
+from dspsim.sim.engine.model import (CALL_TRACK, COMPUTE, ENGINES, FIDELITIES, LOAD, STORE,
                               CoreTiming, CountingEnvironment, Model, Slice, SliceLog, Timeline)
-from dspsim.sim.pipeline import run_private, run_shared
-from dspsim.sim.roofline import roofline_terms
-from dspsim.sim.tiling import (TilingChoice, balanced_tiles, choose_tiling, fixed_tile,
+from dspsim.sim.engine.pipeline import run_private, run_shared
+from dspsim.sim.engine.roofline import roofline_terms
+from dspsim.sim.engine.tiling import (TilingChoice, balanced_tiles, choose_tiling, fixed_tile,
                                partition, tile_elements)
-from dspsim.sim.vector import VectorCost, vector_cost
+from dspsim.sim.engine.vector import VectorCost, vector_cost
 
 __all__ = ["BURST_BUDGET", "CALL_TRACK", "COMPUTE", "DMA_MODELS", "ENGINES", "FIDELITIES",
            "FLUID_MIN_BURSTS", "LOAD", "STORE", "CallRun", "CoreTiming", "CountingEnvironment",
@@ -243,7 +243,7 @@ def run_job(config: ChipConfig, job: Job, *, record_slices: bool = True,
     ``fidelity`` is ``"fast"`` (fluid DMA flows, or bursts for short transfers; closed-form
     vector loops) or ``"detailed"`` (DMA bursts with round-robin arbitration, every vector
     iteration issued; slower, for small lengths). A shared-storage call first chooses its
-    tile size (:func:`~dspsim.sim.tiling.choose_tiling`, timing candidates with the fast
+    tile size (:func:`~dspsim.sim.engine.tiling.choose_tiling`, timing candidates with the fast
     model, so that both fidelities run the same tiling). ``mirror_cores=False`` makes the
     fast model simulate every core even when several do identical work (the results are
     the same to the last bit; it exists to show that). Raises CapacityError if tiles

@@ -1,6 +1,6 @@
 """The detailed datapath: DMA bursts with round-robin arbitration, every vector iteration.
 
-It plugs into the tile pipeline of :mod:`dspsim.sim.machine` (which does the partition,
+It plugs into the tile pipeline of :mod:`dspsim.sim.engine.machine` (which does the partition,
 tiling, double buffering, launch, barrier, roofline and slices for both fidelities) and
 replaces the fast model's two abstractions with finer ones (the fast model also borrows
 the burst DMA for calls whose transfers are too short for fluid sharing):
@@ -33,9 +33,9 @@ import math
 from collections import deque
 from typing import Callable
 
-from dspsim.sim.job import Operand
-from dspsim.sim.model import LOAD, CoreGroup, Model, PerCore
-from dspsim.sim.network import Link
+from dspsim.sim.engine.job import Operand
+from dspsim.sim.engine.model import LOAD, CoreGroup, Model, PerCore
+from dspsim.sim.engine.network import Link
 
 #: Bursts an engine may have issued and not yet delivered. Enough to keep both links of a
 #: path busy with more waiting, so that the limit never caps throughput; small enough that

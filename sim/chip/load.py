@@ -4,8 +4,8 @@ A chip is named either by the name of a file in the packaged ``configs/`` folder
 (``ft78ne``, case-insensitive) or by a path to any YAML file, so users can describe
 their own chips. Every number carries its unit in its key; every problem is reported
 with the file and the key path, e.g. ``my.yaml: memory.ddr.peak_bandwidth_gbps: must
-be > 0, got -1``. The keys are listed in :mod:`dspsim.sim.chip_schema`; what they build,
-in :mod:`dspsim.sim.chip_model`.
+be > 0, got -1``. The keys are listed in :mod:`dspsim.sim.chip.keys`; what they build,
+in :mod:`dspsim.sim.chip.model`.
 """
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from dspsim.sim.chip_model import (DTYPE_BITS, ChipConfig, DmaConfig,  # noqa: F401
+from dspsim.sim.chip.model import (DTYPE_BITS, ChipConfig, DmaConfig,  # noqa: F401
                                    EngineSpec, ExampleAddresses, Instruction, L2Config,
                                    RegionConfig, TilingConfig, VectorConfig)
-from dspsim.sim.chip_schema import (ADDRESS_LIMIT, CHIP_SCHEMA, MAX_CORES,  # noqa: F401
+from dspsim.sim.chip.keys import (ADDRESS_LIMIT, CHIP_SCHEMA, MAX_CORES,  # noqa: F401
                                     TILING_POLICIES)
 from dspsim.sim.errors import ConfigError
-from dspsim.sim.schema import Field, validate
-from dspsim.sim.yamlfile import parse_yaml, read_yaml_text
+from dspsim.sim.chip.schema import Field, validate
+from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
 
 
 def _instructions(raw: Mapping[str, dict], units: Mapping[str, int],

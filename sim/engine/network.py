@@ -8,7 +8,7 @@ timer carries the generation number it was scheduled under and stale ones are ig
 Events therefore grow with the number of transfers, never with the bytes moved.
 
 A flow may stand for several identical transfers made in lockstep by identical cores
-(see :mod:`dspsim.sim.machine`): its ``shares`` say how many of them cross each of its
+(see :mod:`dspsim.sim.engine.machine`): its ``shares`` say how many of them cross each of its
 links (all of them cross the shared DDR link, each its own core's L2 port, of which the
 flow's port stands for every mirror image). The rates it gets are exactly, to the last
 bit, those the identical transfers would get one by one.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from dspsim.sim.config import DTYPE_BITS, ChipConfig
+from dspsim.sim.chip.load import DTYPE_BITS, ChipConfig
 from dspsim.sim.errors import ConfigError
 
 

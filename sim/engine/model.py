@@ -6,7 +6,7 @@ counter. A :class:`Model` is one call on a timeline: its job, vector cost, byte 
 slice log. A plain call is a timeline of its own with one call on it; a program submits
 many calls to one timeline, so that they share its links and engines transfer by transfer.
 
-Both fidelities (:mod:`dspsim.sim.pipeline`, :mod:`dspsim.sim.detailed`) build on these.
+Both fidelities (:mod:`dspsim.sim.engine.pipeline`, :mod:`dspsim.sim.engine.detailed`) build on these.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from typing import Callable, NamedTuple
 
 import simpy
 
-from dspsim.sim.config import ChipConfig
-from dspsim.sim.dma import engine_pools
-from dspsim.sim.job import Job, Operand
-from dspsim.sim.network import Link
-from dspsim.sim.vector import VectorCost
+from dspsim.sim.chip.load import ChipConfig
+from dspsim.sim.engine.dma import engine_pools
+from dspsim.sim.engine.job import Job, Operand
+from dspsim.sim.engine.network import Link
+from dspsim.sim.engine.vector import VectorCost
 
 #: Trace thread names of a core's engines, in display order.
 LOAD, COMPUTE, STORE = "dma-in", "vector", "dma-out"

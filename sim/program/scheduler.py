@@ -1,15 +1,15 @@
 """Many calls on one chip timeline: the scheduler of a program.
 
-Every call is a job submitted to one :class:`~dspsim.sim.model.Timeline`, so calls that
+Every call is a job submitted to one :class:`~dspsim.sim.engine.model.Timeline`, so calls that
 run at once share its DDR and shared-SRAM links, its L2 ports and its DMA engines or
 transfer controllers, transfer by transfer (max-min fair fluid flows in the fast fidelity,
 burst arbitration in the detailed one). A call starts once its dependencies
-(:mod:`dspsim.sim.program_graph`: stream order and events) have completed and every core
+(:mod:`dspsim.sim.program.graph`: stream order and events) have completed and every core
 of its mask is free: a core runs one call at a time. Calls that are ready and blocked by
 busy cores are served first come, first served per core: a call waiting for cores holds
 its claim on them, so a later call cannot overtake it on a core they share.
 
-A program of one call is exactly that call run alone (:func:`~dspsim.sim.machine.run_job`):
+A program of one call is exactly that call run alone (:func:`~dspsim.sim.engine.machine.run_job`):
 same timeline, same tiling, same datapath.
 """
 from __future__ import annotations
@@ -17,15 +17,15 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from dspsim.sim.config import ChipConfig
-from dspsim.sim.datapath import BURST_BUDGET, call_bursts, dma_timing
-from dspsim.sim.job import Job
-from dspsim.sim.machine import (CallRun, Timing, check_fidelity, finish_timeline, fresh_cores,
+from dspsim.sim.chip.load import ChipConfig
+from dspsim.sim.engine.datapath import BURST_BUDGET, call_bursts, dma_timing
+from dspsim.sim.engine.job import Job
+from dspsim.sim.engine.machine import (CallRun, Timing, check_fidelity, finish_timeline, fresh_cores,
                                 plan, plan_tiling)
-from dspsim.sim.model import Timeline
-from dspsim.sim.program_graph import Dependencies, Node
-from dspsim.sim.tiling import TilingChoice
-from dspsim.sim.vector import VectorCost
+from dspsim.sim.engine.model import Timeline
+from dspsim.sim.program.graph import Dependencies, Node
+from dspsim.sim.engine.tiling import TilingChoice
+from dspsim.sim.engine.vector import VectorCost
 
 
 #: A fast-fidelity program that mixes calls of short transfers with calls of long ones is

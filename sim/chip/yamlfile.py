@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from dspsim.sim.errors import ConfigError
-from dspsim.sim.textfile import read_small_text
+from dspsim.sim.chip.textfile import read_small_text
 
 MAX_FILE_BYTES = 1 << 20
 MAX_YAML_DEPTH = 32

@@ -1,4 +1,5 @@
-"""Trace files: choosing the format by name, writing atomically and safely, reading back.
+"""Output files written atomically and safely, and bounded binary reads; every command's
+whole-file writes go through :func:`write_atomically`.
 
 A write goes to a temporary file beside the target (``.trace-<pid>-<random>.tmp``, mode
 0666 less the umask), is synced, and is renamed over the target only if the target is a
@@ -17,25 +18,11 @@ import time
 
 from dspsim.sim.errors import ArgumentError
 
-#: File name endings written as Perfetto protobuf; ``.json`` is Chrome JSON.
-PROTOBUF_SUFFIXES = (".pftrace", ".perfetto-trace")
-JSON_SUFFIX = ".json"
-#: The format of a name with neither ending.
-DEFAULT_FORMAT = "protobuf"
-
 TEMP_PREFIX = ".trace-"
 TEMP_SUFFIX = ".tmp"
 _TEMP_NAME = re.compile(r"^\.trace-(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$")
 #: a temporary file of unknown writer older than this is abandoned
 STALE_SECONDS = 3600.0
-
-
-def trace_format(path: str | os.PathLike) -> str:
-    """``"json"`` for a path ending in .json, ``"protobuf"`` otherwise."""
-    name = os.fspath(path).lower()
-    if name.endswith(JSON_SUFFIX):
-        return "json"
-    return "protobuf" if name.endswith(PROTOBUF_SUFFIXES) else DEFAULT_FORMAT
 
 
 def check_target(path: str | os.PathLike, what: str = "trace") -> str:

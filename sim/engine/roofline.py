@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from dspsim.sim.config import ChipConfig
-from dspsim.sim.job import Job
-from dspsim.sim.vector import VectorCost
+from dspsim.sim.chip.load import ChipConfig
+from dspsim.sim.engine.job import Job
+from dspsim.sim.engine.vector import VectorCost
 
 
 def roofline_terms(config: ChipConfig, job: Job, cost: VectorCost,

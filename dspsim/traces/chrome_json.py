@@ -1,5 +1,5 @@
 """Chrome Trace Event JSON (chrome://tracing, Perfetto's JSON importer) to and from the
-format-neutral :class:`~dspsim.sim.trace_model.TraceModel`.
+format-neutral :class:`~dspsim.traces.model.TraceModel`.
 
 A group becomes a process, a slice track a thread, a counter track ``"C"`` events, a flow
 an ``"s"``/``"f"`` pair. ``ts`` and ``dur`` are cycles/1000 (microseconds to the viewer) so
@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.trace_model import (MAX_CYCLES, CounterSample, Flow, Track, TraceModel,
+from dspsim.traces.model import (MAX_CYCLES, CounterSample, Flow, Track, TraceModel,
                                     TrackSlice, check_plain, check_text, finite_number)
 
 #: The args keys that carry a slice's exact times.

@@ -8,7 +8,7 @@ core has several engines per direction), and a metadata object naming chip, oper
 dtype, length, core_mask and clock. One nanosecond on a viewer's axis is one core cycle;
 exact cycles and bytes are in each slice's args.
 
-The format-neutral :class:`~dspsim.sim.trace_model.TraceModel` is what both formats are
+The format-neutral :class:`~dspsim.traces.model.TraceModel` is what both formats are
 written from and read into; a Chrome-style trace dict (with ``"s"``/``"f"`` flows) made
 elsewhere is converted to it by :func:`trace_model` and so can be written as protobuf too.
 A path ending in ``.json`` gets Chrome JSON (chrome://tracing); any other name, and
@@ -20,19 +20,32 @@ import os
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.machine import CALL_TRACK, Timing
-from dspsim.sim.trace_file import (PROTOBUF_SUFFIXES, check_target, read_bytes, trace_format,
-                                   write_atomically)
-from dspsim.sim.trace_json import (chrome_from_model, micro as _micro, model_from_chrome,
+from dspsim.sim.engine.machine import CALL_TRACK, Timing
+from dspsim.atomic import check_target, read_bytes, write_atomically
+from dspsim.traces.chrome_json import (chrome_from_model, micro as _micro, model_from_chrome,
                                    parse_json, trace_bytes)
-from dspsim.sim.trace_model import CounterSample, TraceModel, TrackSlice
-from dspsim.sim.trace_proto import is_protobuf, model_from_proto, proto_bytes
-from dspsim.sim.trace_validate import validate_trace
+from dspsim.traces.model import CounterSample, TraceModel, TrackSlice
+from dspsim.traces.perfetto_proto import is_protobuf, model_from_proto, proto_bytes
+from dspsim.traces.validate import validate_trace
 
 __all__ = ["CALL_PID", "PROTOBUF_SUFFIXES", "TIME_UNIT_NOTE", "TraceModel", "build_trace",
            "check_target", "core_pid", "encode_trace", "load_trace", "model_from_timing",
            "read_model", "trace_bytes", "trace_format", "trace_model", "validate_trace",
            "write_trace", "_micro"]
+
+#: File name endings written as Perfetto protobuf; ``.json`` is Chrome JSON.
+PROTOBUF_SUFFIXES = (".pftrace", ".perfetto-trace")
+JSON_SUFFIX = ".json"
+#: The format of a name with neither ending.
+DEFAULT_FORMAT = "protobuf"
+
+def trace_format(path: str | os.PathLike) -> str:
+    """``"json"`` for a path ending in .json, ``"protobuf"`` otherwise."""
+    name = os.fspath(path).lower()
+    if name.endswith(JSON_SUFFIX):
+        return "json"
+    return "protobuf" if name.endswith(PROTOBUF_SUFFIXES) else DEFAULT_FORMAT
+
 
 CALL_PID = 0
 TIME_UNIT_NOTE = ("1 ns on the time axis is 1 core cycle (in JSON, ts and dur are "
@@ -46,7 +59,7 @@ def core_pid(core: int) -> int:
 
 
 def _engine_order(engine: str) -> tuple[int, int]:
-    from dspsim.sim.machine import ENGINES  # noqa: PLC0415
+    from dspsim.sim.engine.machine import ENGINES  # noqa: PLC0415
     base, _, sub = engine.partition(".")
     return (ENGINES.index(base) if base in ENGINES else len(ENGINES),
             int(sub) if sub.isdigit() else 0)

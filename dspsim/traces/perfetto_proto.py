@@ -1,4 +1,4 @@
-"""Perfetto's native protobuf trace to and from :class:`~dspsim.sim.trace_model.TraceModel`.
+"""Perfetto's native protobuf trace to and from :class:`~dspsim.traces.model.TraceModel`.
 
 Each group is a track with its tracks beneath it, in the model's order (explicit ranks, so
 the call and its DDR counter come first and cores follow in number order). Names are the
@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sim.trace_model import (MAX_CYCLES, CounterSample, Flow, TraceModel, Track,
+from dspsim.traces.model import (MAX_CYCLES, CounterSample, Flow, TraceModel, Track,
                                     TrackSlice, check_plain, check_text, finite_number)
 
 METADATA_NAME = "dspsim"

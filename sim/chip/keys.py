@@ -1,10 +1,10 @@
-"""The keys a chip file may hold, and what each must be (see :mod:`dspsim.sim.schema`)."""
+"""The keys a chip file may hold, and what each must be (see :mod:`dspsim.sim.chip.schema`)."""
 from __future__ import annotations
 
-from dspsim.sim.schema import Field
+from dspsim.sim.chip.schema import Field
 
 ADDRESS_LIMIT = 1 << 32
-#: How a chip's operator library picks tile sizes (see :mod:`dspsim.sim.tiling`).
+#: How a chip's operator library picks tile sizes (see :mod:`dspsim.sim.engine.tiling`).
 TILING_POLICIES = ("optimal", "fixed")
 #: More cores than a chip description may have (core masks and per-core tables are walked
 #: core by core).

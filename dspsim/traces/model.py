@@ -1,7 +1,7 @@
 """The format-neutral trace: tracks in groups, slices with args, counters, flows.
 
-Both writers consume it (:mod:`dspsim.sim.trace_json` for Chrome's JSON,
-:mod:`dspsim.sim.trace_proto` for Perfetto's protobuf) and both readers produce it, so a
+Both writers consume it (:mod:`dspsim.traces.chrome_json` for Chrome's JSON,
+:mod:`dspsim.traces.perfetto_proto` for Perfetto's protobuf) and both readers produce it, so a
 trace built once — from a call's Timing here, or from any Chrome-style dict with flows —
 is written in either format and read back the same way.
 

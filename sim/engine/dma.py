@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from dspsim.sim.config import ChipConfig
+from dspsim.sim.chip.load import ChipConfig
 
 
 class Engine:

@@ -1,6 +1,6 @@
 """What a chip is, once its description is validated: immutable dataclasses.
 
-:class:`ChipConfig` and its parts are built by :func:`dspsim.sim.config.config_from_dict`
+:class:`ChipConfig` and its parts are built by :func:`dspsim.sim.chip.load.config_from_dict`
 from a chip file; the simulator reads them and nothing else.
 """
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """How the fast fidelity times a call's two kinds of work, and which DMA timing it uses.
 
 * DMA: :class:`FluidDMA` moves a transfer as a fluid flow whose rate is its max-min fair
-  share of the links it crosses (:mod:`dspsim.sim.network`). The flow network belongs to
+  share of the links it crosses (:mod:`dspsim.sim.engine.network`). The flow network belongs to
   the timeline, so that every call on it shares DDR transfer by transfer. Calls whose
-  tile transfers are short go burst by burst instead (:class:`~dspsim.sim.detailed.BurstDMA`,
+  tile transfers are short go burst by burst instead (:class:`~dspsim.sim.engine.detailed.BurstDMA`,
   also the timeline's), see :func:`dma_timing`.
 * Vector work: :class:`ClosedFormVector`, a tile's loop as one delay.
 
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from dspsim.sim.config import ChipConfig
-from dspsim.sim.detailed import BurstDMA, IssuedVector
-from dspsim.sim.job import Job, Operand
-from dspsim.sim.model import ENGINES, CoreGroup, CoreTiming, Model
-from dspsim.sim.network import FlowNetwork
-from dspsim.sim.tiling import balanced_tiles
+from dspsim.sim.chip.load import ChipConfig
+from dspsim.sim.engine.detailed import BurstDMA, IssuedVector
+from dspsim.sim.engine.job import Job, Operand
+from dspsim.sim.engine.model import ENGINES, CoreGroup, CoreTiming, Model
+from dspsim.sim.engine.network import FlowNetwork
+from dspsim.sim.engine.tiling import balanced_tiles
 
 
 #: Tile transfers of at least this many bursts are timed as fluid flows in the fast model;

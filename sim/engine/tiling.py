@@ -23,10 +23,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dspsim.sim.config import ChipConfig
+from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import CapacityError
-from dspsim.sim.job import Job
-from dspsim.sim.vector import VectorCost
+from dspsim.sim.engine.job import Job
+from dspsim.sim.engine.vector import VectorCost
 
 #: A tuned library cuts one core's part into at most this many tiles: beyond it the fill
 #: and drain are well under 0.1% of the call, and every tile costs simulation events.

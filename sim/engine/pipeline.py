@@ -10,15 +10,15 @@ Private-storage jobs run on one core straight from its L2: vector work only.
 
 The pipeline is written as callbacks on SimPy events rather than as SimPy processes: a
 process costs several events per step, a callback one. Both fidelities use it; they differ
-only in the datapath (:mod:`dspsim.sim.datapath`, :mod:`dspsim.sim.detailed`) that times
+only in the datapath (:mod:`dspsim.sim.engine.datapath`, :mod:`dspsim.sim.engine.detailed`) that times
 a transfer and a tile's vector work.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from dspsim.sim.job import Operand
-from dspsim.sim.model import COMPUTE, LOAD, STORE, CoreGroup, Model
+from dspsim.sim.engine.job import Operand
+from dspsim.sim.engine.model import COMPUTE, LOAD, STORE, CoreGroup, Model
 
 
 class _TileTransfer:
