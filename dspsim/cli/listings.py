@@ -6,7 +6,7 @@ import os
 from rich.text import Text
 
 from dspsim import kernels
-from dspsim.cli.output import Output, number_column, text_column
+from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.sim.chip.load import ChipConfig, load_config, packaged_chips
 from dspsim.sim.errors import DspSimError
 from dspsim.sim.engine.vector import vector_cost
@@ -15,7 +15,7 @@ from dspsim.sim.engine.vector import vector_cost
 # --------------------------------------------------------------------------- chips
 def add_chips(sub) -> None:
     p = sub.add_parser("chips", help="list the packaged chips")
-    p.add_argument("--json", action="store_true", help="print the chips as JSON")
+    add_json_option(p, "the chips")
     p.set_defaults(output_handler=cmd_chips)
 
 
@@ -66,7 +66,7 @@ def add_ops(sub) -> None:
     p = sub.add_parser("ops", help="list the operators with parameters, dtypes and cost")
     p.add_argument("--chip", action="append", default=None,
                    help="chips to cost on (default: every packaged chip)")
-    p.add_argument("--json", action="store_true", help="print the operators as JSON")
+    add_json_option(p, "the operators")
     p.set_defaults(output_handler=cmd_ops)
 
 

@@ -5,7 +5,7 @@ import os
 
 from rich.text import Text
 
-from dspsim.cli.output import Output, number_column, text_column
+from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
 from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
@@ -58,7 +58,7 @@ def add_program(sub) -> None:
     p.add_argument("--trace", default=None, metavar="PATH",
                    help="write the program's trace: Perfetto protobuf, or Chrome JSON for a "
                    "name ending in .json (open it in ui.perfetto.dev)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_option(p, "the result")
     p.set_defaults(output_handler=cmd_program)
 
 

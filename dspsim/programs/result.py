@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from dspsim.binding import BoundCall
-from dspsim.result import RunResult, TimedInCycles, to_jsonable
+from dspsim.result import RunResult, TimedInCycles
 from dspsim.seam import call_result
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.machine import ENGINES
 from dspsim.sim.program.graph import CallItem, Dependencies, RecordItem, WaitItem
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
+from dspsim.tables import to_jsonable
 from dspsim.traces.build import model_from_program
 from dspsim.traces.formats import TraceModel, chrome_from_model, write_trace
 
