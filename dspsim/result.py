@@ -102,7 +102,9 @@ class RunResult(TimedInCycles):
 
     @property
     def ddr_bytes(self) -> int:
-        return self.bytes_read.get("ddr", 0) + self.bytes_written.get("ddr", 0)
+        """Bytes the call moved to and from the chip's DRAM level."""
+        dram = self.metadata.get("dram_level", "ddr")
+        return self.bytes_read.get(dram, 0) + self.bytes_written.get(dram, 0)
 
     @property
     def achieved_gbps(self) -> float:

@@ -137,7 +137,7 @@ def call_metadata(config: ChipConfig, bound: BoundCall, timing: Timing,
         "operands": {o.name: hex(o.span.address) for o in bound.inputs + (bound.output,)},
         "warnings": list(bound.warnings), "fidelity": fidelity,
         "ddr_peak_gbps": config.ddr.peak_bandwidth_gbps,
-        "ddr_achievable_gbps": config.ddr.bandwidth_gbps,
+        "ddr_achievable_gbps": config.ddr.bandwidth_gbps, "dram_level": config.ddr.name,
         "dma_model": timing.dma_model,
         "tiling": timing.tiling.to_dict() if timing.tiling is not None else None,
     }

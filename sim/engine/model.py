@@ -229,9 +229,8 @@ class Timeline:
         self.l2_ports = PerCore(lambda core: Link(f"l2 port {core}",
                                                    config.l2.load_store_bytes_per_cycle))
         clock = lambda: self.env.now  # noqa: E731
-        shared_pool = engine_pools(config, (0,), clock)[0] if config.dma.shared else None
-        self.pools = PerCore(lambda core: shared_pool if shared_pool is not None
-                              else engine_pools(config, (core,), clock)[core])
+        made: dict = {}  # the pools built so far: the chip's DMA model says who shares
+        self.pools = PerCore(lambda core: engine_pools(config, (core,), clock, made)[core])
         #: datapath models by kind ("fluid", "bursts"), shared by every call
         self.datapaths: dict[str, object] = {}
 
