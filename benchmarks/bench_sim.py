@@ -129,7 +129,7 @@ def measure(chip_name: str, name: str, core_mask: int, length: int, repeats: int
         "simulated_cycles_per_second_with_numerics": result.cycles / call_s,
         "scheduled_events": result.scheduled_events, "tiles": result.tiles,
         "events_per_tile": result.scheduled_events / result.tiles,
-        "dma_model": result.timing.dma_model,
+        "transfer_timing": result.timing.transfer_timing,
         "extra_peak_bytes": extra, "operand_bytes": operand_bytes,
         "extra_over_operands": extra / operand_bytes,
     }
@@ -141,7 +141,7 @@ def run_grid() -> dict:
     comparisons = [fidelity_grid.compare(case) for case in fidelity_grid.grid()]
     summary = fidelity_grid.summary(comparisons)
     summary["seconds"] = time.perf_counter() - started
-    summary["by_fast_dma_model"] = {
+    summary["by_fast_transfer_timing"] = {
         model: fidelity_grid.summary([c for c in comparisons if c.fast_dma == model])
         for model in sorted({c.fast_dma for c in comparisons})}
     return summary
@@ -210,7 +210,7 @@ def render(console: Console, rows: list[dict], checks: list[dict], grid: dict | 
             f"{grid['seconds']:.1f} s: largest difference "
             f"{100 * grid['largest_difference']:.2f}% ({grid['largest_case']}), mean "
             f"{100 * grid['mean_difference']:.3f}%")
-        for model, part in grid["by_fast_dma_model"].items():
+        for model, part in grid["by_fast_transfer_timing"].items():
             console.print(f"  fast DMA as {model}: {part['cases']} cases, largest "
                           f"{100 * part['largest_difference']:.2f}%, mean "
                           f"{100 * part['mean_difference']:.3f}%")

@@ -89,10 +89,12 @@ def random_chip_changes(rng: random.Random) -> tuple:
                ("memory.l2.reserve_kib", rng.choice([8, 16, 32])),
                ("memory.ddr.peak_bandwidth_gbps", rng.choice([6.4, 10.67, 25.6, 51.2]))]
     if rng.random() < 0.5:
-        changes += [("dma.controllers", None), ("dma.engines_per_core", rng.randint(1, 3)),
+        changes += [("dma.model", None), ("dma.controllers", None),
+                    ("dma.engines_per_core", rng.randint(1, 3)),
                     ("dma.engine_bandwidth_gbps", rng.choice([2.0, 5.33, 12.8, 36.7]))]
     else:
-        changes += [("dma.engines_per_core", None), ("dma.engine_bandwidth_gbps", None),
+        changes += [("dma.model", None), ("dma.engines_per_core", None),
+                    ("dma.engine_bandwidth_gbps", None),
                     ("dma.controllers", [{"name": f"tc{g}", "count": rng.randint(1, 4),
                                           "bandwidth_gbps": rng.choice([4.0, 8.0, 16.0])}
                                          for g in range(rng.randint(1, 2))])]
@@ -124,7 +126,8 @@ def random_cases() -> list[Case]:
 SHORT_TILE_REGIME = tuple(
     Case(chip, "fp_h_swish_grad_s", 519_365, 0x1, "ddr", (
         ("clock_mhz", 1500), ("dma.burst_bytes", 256), ("dma.setup_cycles", 496),
-        ("memory.l2.size_kib", 64), ("dma.controllers", None), ("dma.engines_per_core", 3),
+        ("memory.l2.size_kib", 64), ("dma.model", None), ("dma.controllers", None),
+        ("dma.engines_per_core", 3),
         ("dma.engine_bandwidth_gbps", 36.7)))
     for chip in ("mt7004", "ft78ne"))
 
@@ -184,7 +187,7 @@ def compare(case: Case) -> Comparison:
     """Both fidelities on one case."""
     fast = run_case(case, "fast")
     detailed = run_case(case, "detailed")
-    return Comparison(case, fast.cycles, detailed.cycles, fast.timing.dma_model)
+    return Comparison(case, fast.cycles, detailed.cycles, fast.timing.transfer_timing)
 
 
 def summary(comparisons: list[Comparison]) -> dict:

@@ -61,7 +61,7 @@ def test_disjoint_masks_in_different_regions_take_the_longer_call(mt7004):
     alone_a = mt7004.fp_relu_grad_s(DDR, DDR + MIB, DDR + 2 * MIB, n, 0x3, numerics=False)
     alone_b = mt7004.fp_gelu_grad_s(SRAM, SRAM + MIB, SRAM + 2 * MIB, n, 0xc, numerics=False)
     # timed by one DMA model, as alone: the calls share no link, engine or core
-    assert alone_a.metadata["dma_model"] == alone_b.metadata["dma_model"]
+    assert alone_a.metadata["transfer_timing"] == alone_b.metadata["transfer_timing"]
     prog = mt7004.program()
     prog.stream().fp_relu_grad_s(DDR, DDR + MIB, DDR + 2 * MIB, n, 0x3)
     prog.stream().fp_gelu_grad_s(SRAM, SRAM + MIB, SRAM + 2 * MIB, n, 0xc)
@@ -280,5 +280,5 @@ def test_short_and_long_transfers_together_never_exceed_their_sequence(ft78ne):
     for name, args in (short, long):
         prog.stream().enqueue(name, *args)
     result = prog.run(numerics=False)
-    assert [c.dma_model for c in result.calls] == ["bursts", "bursts"]
+    assert [c.transfer_timing for c in result.calls] == ["bursts", "bursts"]
     assert result.bounds["DDR"] <= result.cycles <= sequential

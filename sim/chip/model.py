@@ -38,6 +38,8 @@ class VectorConfig:
     #: every instruction as the counts of unit-issued instructions it finally comes to
     #: (an issued instruction maps to itself once), nested expansions resolved
     issued: Mapping[str, Mapping[str, int]]
+    #: the compute model (:data:`dspsim.sim.engine.vector.COMPUTE_MODELS`) that costs a mix
+    model: str = "vliw_issue"
 
     def expand(self, mix: Mapping[str, int]) -> dict[str, int]:
         """The unit-issued instructions that ``mix`` comes to, expansions resolved.

@@ -27,21 +27,22 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.datapath import (BURST_BUDGET, DMA_MODELS, FLUID_MIN_BURSTS, Datapath,
-                                 dma_timing, group_cores)
+from dspsim.sim.engine.datapath import (BURST_BUDGET, FLUID_MIN_BURSTS, TRANSFER_TIMINGS,
+                                        Datapath, TransferTiming, dma_timing, group_cores)
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.model import (CALL_TRACK, COMPUTE, ENGINES, FIDELITIES, LOAD, STORE,
-                              CoreTiming, CountingEnvironment, Model, Slice, SliceLog, Timeline)
+                                     CoreTiming, CountingEnvironment, Fidelity, Model, Slice,
+                                     SliceLog, Timeline)
 from dspsim.sim.engine.pipeline import run_private, run_shared
 from dspsim.sim.engine.roofline import roofline_terms
 from dspsim.sim.engine.tiling import (TilingChoice, balanced_tiles, choose_tiling, fixed_tile,
                                partition, tile_elements)
-from dspsim.sim.engine.vector import VectorCost, vector_cost
+from dspsim.sim.engine.vector import VectorCost, call_cost
 
-__all__ = ["BURST_BUDGET", "CALL_TRACK", "COMPUTE", "DMA_MODELS", "ENGINES", "FIDELITIES",
-           "FLUID_MIN_BURSTS", "LOAD", "STORE", "CallRun", "CoreTiming", "CountingEnvironment",
+__all__ = ["BURST_BUDGET", "CALL_TRACK", "COMPUTE", "ENGINES", "FIDELITIES", "FLUID_MIN_BURSTS",
+           "LOAD", "STORE", "TRANSFER_TIMINGS", "CallRun", "CoreTiming", "CountingEnvironment",
            "Slice", "Timeline", "Timing", "balanced_tiles", "check_fidelity", "dma_timing",
            "finish_timeline", "partition", "plan", "plan_tiling", "roofline_terms", "run_job",
            "tile_elements"]
@@ -61,8 +62,8 @@ class Timing:
     slice_log: "SliceLog | None" = field(default=None, repr=False)
     ddr_samples: list[tuple[float, float]] = field(default_factory=list)  # (cycle, bytes/cycle)
     scheduled_events: int = 0
-    fidelity: str = "fast"
-    dma_model: str = "fluid"  # how transfers were timed: see dma_timing
+    fidelity: Fidelity = "fast"
+    transfer_timing: TransferTiming = "fluid"  # how transfers were timed: see dma_timing
     tiling: TilingChoice | None = None  # shared-storage calls: the tile size and why
     origin: float = 0.0  # the timeline cycle at which the call was launched
 
@@ -105,7 +106,7 @@ def plan(config: ChipConfig, job: Job) -> VectorCost:
     not fit L2, or a fixed tile that cannot be used). It touches nothing, so a launcher
     can call it before writing results.
     """
-    cost = vector_cost(config, job.dtype, job.mix)
+    cost = call_cost(config, job.dtype, job.mix)
     if job.storage == "shared":
         fixed_tile(config, job, cost.lanes)
     return cost
@@ -120,13 +121,13 @@ class CallRun:
     """
 
     def __init__(self, timeline: Timeline, config: ChipConfig, job: Job, cost: VectorCost,
-                 tile_size: int, *, record_slices: bool, fidelity: str, dma_model: str,
+                 tile_size: int, *, record_slices: bool, fidelity: str, transfer_timing: str,
                  mirror_cores: bool = True, then: Callable[[], None] = lambda: None) -> None:
         self.timeline = timeline
         self.config = config
         self.cost = cost
         self.fidelity = fidelity
-        self.dma_model = dma_model
+        self.transfer_timing = transfer_timing
         self.tile_size = tile_size
         self.cores = fresh_cores(job, cost.lanes)
         self.model = model = Model(config, job, cost, record_slices, timeline)
@@ -134,16 +135,16 @@ class CallRun:
         self.events = 0
         self.end: float | None = None
         self._then = then
-        datapath = Datapath(model, dma_model, fidelity)
+        datapath = Datapath(model, transfer_timing, fidelity)
         # only fluid flows in lock-step keep identical cores in step, so only they may share
         # one simulation; and only while each core has engines of its own (a shared pool
         # serves them in turn)
-        mirror = (dma_model == "fluid" and mirror_cores
+        mirror = (transfer_timing == "fluid" and mirror_cores
                   and all(len(pool) == 1 for pool in sharing_cores(config, job.cores)))
         self.groups = groups = group_cores(self.cores, tile_size, cost.lanes, mirror=mirror)
         used = {o.span.region for o in job.inputs + job.outputs}
         stagger = (config.dma.burst_bytes / min(model.links[r].capacity for r in used)
-                   if dma_model == "staggered" else 0.0)
+                   if transfer_timing == "staggered" else 0.0)
         if not job.length:
             self._done()
         elif job.storage == "private":
@@ -178,7 +179,7 @@ class CallRun:
             roofline_terms=roofline_terms(self.config, model.job, self.cost,
                                           [c.elements for c in cores]),
             slice_log=model.log, ddr_samples=samples, scheduled_events=self.events,
-            fidelity=self.fidelity, dma_model=self.dma_model, origin=origin)
+            fidelity=self.fidelity, transfer_timing=self.transfer_timing, origin=origin)
 
 
 def window(samples: list[tuple[float, float]], start: float,
@@ -207,9 +208,9 @@ def _simulate(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int, *,
     """Run the call alone on a fresh timeline with ``tile_size``-element tiles (the whole
     range if private)."""
     timeline = Timeline(config)
-    dma_model = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
+    transfer_timing = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
     run = CallRun(timeline, config, job, cost, tile_size, record_slices=record_slices,
-                  fidelity=fidelity, dma_model=dma_model, mirror_cores=mirror_cores)
+                  fidelity=fidelity, transfer_timing=transfer_timing, mirror_cores=mirror_cores)
     finish_timeline(timeline)
     return run.timing()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import itertools
 from heapq import heappush
-from typing import Callable, NamedTuple
+from typing import Callable, Literal, NamedTuple, get_args
 
 import simpy
 from simpy.core import NORMAL
@@ -30,7 +30,8 @@ ENGINES = (LOAD, COMPUTE, STORE)
 #: The pseudo-core that holds call-level slices (launch, barrier).
 CALL_TRACK = -1
 #: The model fidelities ``run_job`` accepts; the first is the default.
-FIDELITIES = ("fast", "detailed")
+Fidelity = Literal["fast", "detailed"]
+FIDELITIES: tuple[Fidelity, ...] = get_args(Fidelity)
 
 
 class _Wakeup:

@@ -65,7 +65,7 @@ def plan_call(config: ChipConfig, job: Job, fidelity: str,
                        dma_timing(config, job, fresh_cores(job, cost.lanes), tile, fidelity))
 
 
-def program_dma_models(config: ChipConfig, calls: list[PlannedCall],
+def program_transfer_timings(config: ChipConfig, calls: list[PlannedCall],
                        fidelity: str) -> list[str]:
     """How each call's transfers are timed in the program.
 
@@ -103,7 +103,7 @@ class ScheduledCall:
     after_call: int | None
     cores_held_by: int | None  # the call whose cores it waited for, if it did
     timing: Timing
-    dma_model: str
+    transfer_timing: str
 
 
 @dataclass
@@ -204,7 +204,7 @@ class _Scheduler:
             self.runs[index] = CallRun(
                 self.timeline, self.config, plan.job, plan.cost, plan.tile_size,
                 record_slices=self.record_slices, fidelity=self.fidelity,
-                dma_model=self.models[index], then=lambda i=index: self._finished(i))
+                transfer_timing=self.models[index], then=lambda i=index: self._finished(i))
         for entry in held:
             heapq.heappush(self.ready, entry)
 
@@ -230,7 +230,7 @@ class _Scheduler:
             cores=self.planned[index].job.cores, ready=ready, start=run.start, end=run.end,
             waited_for=waited, after_call=after,
             cores_held_by=holder if waited == "cores busy" else None,
-            timing=self._timing(index), dma_model=self.models[index])
+            timing=self._timing(index), transfer_timing=self.models[index])
 
     def _timing(self, index: int) -> Timing:
         timing = self.runs[index].timing()
@@ -252,7 +252,7 @@ def run_program(config: ChipConfig, planned: dict[int, PlannedCall], graph: Depe
     """Run the planned calls (by index) on one timeline in the order ``graph`` imposes."""
     check_fidelity(fidelity)
     indices = sorted(planned)
-    models = dict(zip(indices, program_dma_models(config, [planned[i] for i in indices],
+    models = dict(zip(indices, program_transfer_timings(config, [planned[i] for i in indices],
                                                   fidelity)))
     timeline = Timeline(config)
     scheduler = _Scheduler(timeline, config, planned, graph, models, fidelity, record_slices)
