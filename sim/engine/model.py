@@ -148,6 +148,9 @@ class SliceLog:
         self.setup_cycles = setup_cycles
         self.cost = cost
         self.activities: list[Activity] = []
+        # stretches of activities repeated by a closed-form steady state:
+        # (position in activities, first, last, period, repeats, tiles per period by group)
+        self._repeats: list[tuple[int, int, int, float, int, dict[int, int]]] = []
         self._expanded: dict[float, list[Slice]] = {}
 
     def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
@@ -160,13 +163,40 @@ class SliceLog:
     def call(self, name: str, start: float, end: float, cycles: float) -> None:
         self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
 
+    def repeat(self, first: int, last: int, period: float, repeats: int,
+               advances: dict[int, int]) -> None:
+        """The activities recorded ``first`` to ``last`` happen again ``repeats`` times, each
+        ``period`` cycles later and ``advances[id(group)]`` tiles further than the one before.
+
+        Kept as one record, expanded when slices are asked for: a steady state advanced in
+        closed form costs no Python work per skipped tile unless its trace is wanted.
+        """
+        self._repeats.append((len(self.activities), first, last, period, repeats, advances))
+
+    def all_activities(self):
+        """Every activity in recording order, the repeated stretches expanded."""
+        activities, position = self.activities, 0
+        for at, first, last, period, repeats, advances in self._repeats:
+            yield from activities[position:at]
+            position = at
+            recorded = activities[first:last]
+            for repeat in range(1, repeats + 1):
+                offset = repeat * period
+                for activity in recorded:
+                    tile = activity.tile
+                    if tile is not None and activity.group is not None:
+                        tile += repeat * advances[id(activity.group)]
+                    yield activity._replace(tile=tile, start=activity.start + offset,
+                                            end=activity.end + offset)
+        yield from activities[position:]
+
     def slices(self, origin: float = 0.0) -> list[Slice]:
         """Every activity as a Slice of every core that did it, in recording order, with
         times counted from cycle ``origin`` of the timeline."""
         expanded = self._expanded.get(origin)
         if expanded is None:
             expanded = self._expanded[origin] = [
-                s for activity in self.activities for s in self._expand(activity, origin)]
+                s for activity in self.all_activities() for s in self._expand(activity, origin)]
         return expanded
 
     def _expand(self, activity: Activity, origin: float):
@@ -234,6 +264,8 @@ class Timeline:
         self.pools = PerCore(lambda core: engine_pools(config, (core,), clock, made)[core])
         #: datapath models by kind ("fluid", "bursts"), shared by every call
         self.datapaths: dict[str, object] = {}
+        #: calls launched and not yet ended: a call alone may skip its steady state
+        self.running = 0
 
     def after(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now (``delay`` >= 0)."""
@@ -260,6 +292,11 @@ class Timeline:
             finish = getattr(model, "finish", None)
             if finish is not None:
                 finish()
+        samples = self.ddr_samples
+        if any(later[0] < earlier[0] for earlier, later in zip(samples, samples[1:])):
+            # burst-timed calls add their samples at the end: keep the counter in cycle
+            # order, which its readers search by bisection
+            samples.sort(key=lambda sample: sample[0])
 
 
 class Model:

@@ -95,6 +95,27 @@ def max_min_rates(flows: list[Flow]) -> None:
         active = still
 
 
+class FlowTimer:
+    """The scheduled end of the network's earliest flow, under one generation of rates.
+
+    Stale once rates have changed since (a newer timer stands); it then does nothing.
+    """
+
+    __slots__ = ("network", "generation")
+
+    def __init__(self, network: "FlowNetwork", generation: int) -> None:
+        self.network = network
+        self.generation = generation
+
+    @property
+    def stale(self) -> bool:
+        """Whether rates changed after this timer was set."""
+        return self.generation != self.network._generation
+
+    def __call__(self, _event) -> None:
+        self.network._on_timer(self.generation)
+
+
 class FlowNetwork:
     """Runs flows over links inside a SimPy environment.
 
@@ -176,7 +197,7 @@ class FlowNetwork:
             if flow.remaining / rate < delay:
                 delay = flow.remaining / rate
         generation = self._generation
-        self._call_later(max(delay, 0.0), lambda _entry: self._on_timer(generation))
+        self._call_later(max(delay, 0.0), FlowTimer(self, generation))
 
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:
