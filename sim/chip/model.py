@@ -120,13 +120,16 @@ class DmaConfig:
     cores_per_pool: int | None = None
 
     def describe(self) -> str:
-        """One line: '2 per core x 12.8 GB/s' or the pool's controller groups."""
+        """One line: '2 x 12.8 GB/s per core', the pool's controller groups, or those of
+        each pool of ``cores_per_pool`` cores."""
         groups: dict[tuple[str, float], int] = {}
         for engine in self.engines:
             key = (engine.name.rsplit(".", 1)[0], engine.bandwidth_gbps)
             groups[key] = groups.get(key, 0) + 1
         parts = [f"{count} x {gbps:.4g} GB/s" + (f" ({name})" if self.shared else "")
                  for (name, gbps), count in groups.items()]
+        if self.cores_per_pool is not None:
+            return f"{', '.join(parts)} per cluster of {self.cores_per_pool} cores"
         return (f"shared pool: {', '.join(parts)}" if self.shared
                 else f"{', '.join(parts)} per core")
 

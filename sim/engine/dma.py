@@ -193,6 +193,14 @@ def sharing_cores(config: ChipConfig, cores: tuple[int, ...]) -> list[list[int]]
     return [pools[key] for key in sorted(pools)]
 
 
+def engine_on(config: ChipConfig, name: str, core: int, other: int) -> str:
+    """The name of the engine of ``other``'s pool that is ``name`` in ``core``'s pool."""
+    model = dma_model(config.dma.model)
+    mine = model.pool_label(config.dma, model.pool_of(config.dma, core))
+    theirs = model.pool_label(config.dma, model.pool_of(config.dma, other))
+    return theirs + name[len(mine):] if name.startswith(mine) else name
+
+
 def engine_pools(config: ChipConfig, cores: tuple[int, ...],
                  clock: Callable[[], float],
                  made: dict[int, EnginePool] | None = None) -> dict[int, EnginePool]:

@@ -19,7 +19,7 @@ import simpy
 from simpy.core import NORMAL
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.dma import engine_pools
+from dspsim.sim.engine.dma import engine_on, engine_pools
 from dspsim.sim.engine.job import Job, Operand
 from dspsim.sim.engine.network import Link
 from dspsim.sim.engine.vector import VectorCost
@@ -143,10 +143,15 @@ class SliceLog:
     are built only when a trace is asked for.
     """
 
-    def __init__(self, job: Job, setup_cycles: float, cost: VectorCost) -> None:
+    def __init__(self, job: Job, setup_cycles: float, cost: VectorCost,
+                 engine_on: Callable[[str, int, int], str] = lambda name, core, other: name
+                 ) -> None:
         self.job = job
         self.setup_cycles = setup_cycles
         self.cost = cost
+        #: engine_on(name, core, other): the engine of ``other``'s pool that stands where
+        #: ``name`` stands in ``core``'s (a mirrored core's transfers name its own engines)
+        self.engine_on = engine_on
         self.activities: list[Activity] = []
         # stretches of activities repeated by a closed-form steady state:
         # (position in activities, first, last, period, repeats, tiles per period by group)
@@ -219,7 +224,9 @@ class SliceLog:
                     "tile": tile, "operand": operand.name, "bytes": (hi - lo) * job.itemsize,
                     "address": hex(operand.span.address + lo * job.itemsize),
                     "region": operand.span.region, "setup_cycles": self.setup_cycles,
-                    "dma_engine": activity.name, "elements": [lo, hi]})
+                    "dma_engine": activity.name if member is first_member else
+                    self.engine_on(activity.name, first_member.core, member.core),
+                    "elements": [lo, hi]})
             elif tile is None:  # private-storage vector work: the whole range
                 yield Slice(member.core, COMPUTE, job.label, start, end, {
                     "elements": [lo, hi], "iterations": self.cost.iterations(hi - lo)})
@@ -314,7 +321,9 @@ class Model:
         self.timeline = timeline
         self.env = timeline.env
         self.origin = float(timeline.env.now)
-        self.log = SliceLog(job, config.dma.setup_cycles, cost) if record_slices else None
+        self.log = (SliceLog(job, config.dma.setup_cycles, cost,
+                             lambda name, core, other: engine_on(config, name, core, other))
+                    if record_slices else None)
         self.links = timeline.links
         self.l2_ports = timeline.l2_ports
         self.pools = timeline.pools
