@@ -156,7 +156,7 @@ class CallRun:
         elif job.storage == "private":
             run_private(model, datapath, groups[0], self._done)
         else:
-            solve = fidelity == "fast" and dma_model in ("fluid", "staggered")
+            solve = fidelity == "fast" and dma_model in ("fluid", "staggered", "bursts")
             run_shared(model, datapath, groups, stagger, self._done,
                        self._steady_state if solve else None)
 
@@ -164,7 +164,7 @@ class CallRun:
         """The closed-form advance of the pipelines' periodic part, active while the call
         is alone on its timeline (another call's events would move with its own)."""
         timeline = self.timeline
-        self.steady = SteadyState(self.model, pipelines, self.datapath.dma.network,
+        self.steady = SteadyState(self.model, pipelines, self.datapath.dma,
                                   lambda: timeline.running == 1)
         return self.steady
 
