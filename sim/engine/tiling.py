@@ -169,9 +169,11 @@ def estimated_cycles(config: ChipConfig, job: Job, cost: VectorCost, busy_cores:
 def estimated_best_count(config: ChipConfig, job: Job, cost: VectorCost, busy_cores: int,
                          elements: int, fewest: int, most: int) -> int:
     """The tile count the closed-form estimate ranks best, between ``fewest`` and ``most``."""
-    counts = np.unique(np.concatenate([
+    # sorted and distinct (a sort, not numpy's unique, whose first use imports more of numpy)
+    counts = np.sort(np.concatenate([
         np.arange(fewest, min(most, fewest + 64) + 1),
         np.round(np.geomspace(fewest, most, 256)).astype(np.int64)]))
+    counts = counts[np.concatenate(([True], counts[1:] != counts[:-1]))]
     estimate = estimated_cycles(config, job, cost, busy_cores, elements, counts)
     return int(counts[int(np.argmin(estimate))])
 
