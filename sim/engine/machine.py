@@ -188,8 +188,9 @@ class CallRun:
                 member.busy = dict(group.busy)
         cores = [dataclasses.replace(c, finish=c.finish - origin if c.finish else 0.0)
                  for c in self.cores]
-        samples = [(cycle - origin, rate)
-                   for cycle, rate in window(self.timeline.ddr_samples, origin, self.end)]
+        samples = window(self.timeline.ddr_samples, origin, self.end)
+        if origin:
+            samples = [(cycle - origin, rate) for cycle, rate in samples]
         return Timing(
             cycles=self.end - origin, cores=cores, tile_elements=self.tile_size,
             vector=self.cost, bytes_read=model.bytes_read, bytes_written=model.bytes_written,

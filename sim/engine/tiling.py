@@ -98,12 +98,11 @@ def balanced_tiles(start: int, stop: int, largest: int, lanes: int) -> list[tupl
         return [(start, stop)] if stop > start else []
     vectors = math.ceil((stop - start) / lanes)
     base, extra = divmod(vectors, count)
-    tiles, first = [], start
-    for index in range(count):
-        last = min(stop, first + (base + (index < extra)) * lanes)
-        tiles.append((first, last))
-        first = last
-    return tiles
+    # tile i starts after i tiles of `base` vectors and min(i, extra) extra vectors; only
+    # the last bound can pass `stop` (by less than a vector)
+    index = np.arange(count + 1, dtype=np.int64)
+    bounds = np.minimum(start + lanes * (index * base + np.minimum(index, extra)), stop).tolist()
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def tile_elements(config: ChipConfig, job: Job, lanes: int) -> int:
