@@ -159,7 +159,7 @@ class CallRun:
         elif job.storage == "private":
             run_private(model, datapath, groups[0], self._done)
         else:
-            solve = fidelity == "fast" and transfer_timing in ("fluid", "staggered")
+            solve = fidelity == "fast" and transfer_timing in ("fluid", "staggered", "bursts")
             run_shared(model, datapath, groups, stagger, self._done,
                        self._steady_state if solve else None)
 
@@ -167,7 +167,7 @@ class CallRun:
         """The closed-form advance of the pipelines' periodic part, active while the call
         is alone on its timeline (another call's events would move with its own)."""
         timeline = self.timeline
-        self.steady = SteadyState(self.model, pipelines, self.datapath.dma.network,
+        self.steady = SteadyState(self.model, pipelines, self.datapath.dma,
                                   lambda: timeline.running == 1)
         return self.steady
 
@@ -191,8 +191,9 @@ class CallRun:
                 member.busy = dict(group.busy)
         cores = [dataclasses.replace(c, finish=c.finish - origin if c.finish else 0.0)
                  for c in self.cores]
-        samples = [(cycle - origin, rate)
-                   for cycle, rate in window(self.timeline.ddr_samples, origin, self.end)]
+        samples = window(self.timeline.ddr_samples, origin, self.end)
+        if origin:
+            samples = [(cycle - origin, rate) for cycle, rate in samples]
         return Timing(
             cycles=self.end - origin, cores=cores, tile_elements=self.tile_size,
             vector=self.cost, bytes_read=model.bytes_read, bytes_written=model.bytes_written,

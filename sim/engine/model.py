@@ -300,7 +300,9 @@ class Timeline:
             if finish is not None:
                 finish()
         samples = self.ddr_samples
-        if any(later[0] < earlier[0] for earlier, later in zip(samples, samples[1:])):
+        # only burst-timed calls add samples here, after any fluid ones of the run
+        if "bursts" in self.datapaths and "fluid" in self.datapaths and any(
+                later[0] < earlier[0] for earlier, later in zip(samples, samples[1:])):
             # burst-timed calls add their samples at the end: keep the counter in cycle
             # order, which its readers search by bisection
             samples.sort(key=lambda sample: sample[0])

@@ -21,13 +21,15 @@ call's events would be moved with it).
 """
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from dataclasses import dataclass
 
 import numpy as np
 
+from dspsim.sim.engine.detailed import BurstDMA, LinkArbiter, _Burst, _BurstTransfer
 from dspsim.sim.engine.network import FlowTimer
+from dspsim.sim.engine.pipeline import _TileTransfer
 
 #: Continuous parts of two snapshots (times relative to the clock, bytes) that differ by
 #: less than this fraction of the period between them are equal.
@@ -37,7 +39,7 @@ HISTORY = 8
 #: The scale of a time: compared to the period between the two snapshots.
 _TIME = float("nan")
 #: Tiles left at the end of every pipeline for the drain, which is simulated.
-DRAIN_TILES = 3
+DRAIN_TILES = 1
 
 
 @dataclass
@@ -69,10 +71,13 @@ class SteadyState:
     it has finished computing a tile, and acts on the first pipeline's.
     """
 
-    def __init__(self, model, pipelines: list, network, alone) -> None:
+    def __init__(self, model, pipelines: list, dma, alone) -> None:
         self.model = model
         self.pipelines = pipelines
-        self.network = network
+        self.dma = dma  # the call's DMA model: fluid flows or bursts
+        self.network = getattr(dma, "network", None)
+        self.bursts = dma if isinstance(dma, BurstDMA) else None
+        self._index = {id(p): k for k, p in enumerate(pipelines)}
         self.alone = alone  # () -> whether the call is alone on its timeline
         self.env = model.env
         self.timeline = model.timeline
@@ -131,27 +136,92 @@ class SteadyState:
                 values.append(now - transfer.started)
                 scales.append(_TIME)
             for move in pipeline.moves:
-                key.append(move.direction)
+                key.append((move.direction, move.waiting))
                 values.append(now - move.started)
                 scales.append(_TIME)
-        # a stale flow timer does nothing when it fires: not part of the state
-        pending = sorted(entry[0] - now for entry in self.env._queue
-                         if not _stale(entry[3]))
-        key.append(len(pending))
-        values.extend(pending)
+        # pending events by what they will do; a stale flow timer does nothing
+        pending = sorted((self._describe(entry[3].callbacks[0]), entry[0] - now)
+                         for entry in self.env._queue if not _stale(entry[3]))
+        key.append(tuple(what for what, _ in pending))
+        values.extend(at for _, at in pending)
         scales.extend([_TIME] * len(pending))
-        flows = sorted(self.network.flows, key=lambda f: (f.route, f.remaining))
-        for flow in flows:
-            key.append(flow.route)
-            values += (flow.remaining, flow.rate)
-            scales += (max(flow.nbytes, 1.0), max(flow.rate, 1e-300))
+        if self.network is not None:
+            for flow in sorted(self.network.flows, key=lambda f: (f.route, f.remaining)):
+                key.append(flow.route)
+                values += (flow.remaining, flow.rate)
+                scales += (max(flow.nbytes, 1.0), max(flow.rate, 1e-300))
+        if self.bursts is not None:
+            self._burst_state(now, key, values, scales)
         for pool in self._pools():
-            key.append((len(pool.waiting), tuple(e.busy for e in pool.engines)))
+            # who waits for an engine, in order, and which engines are busy
+            key.append((tuple(self._describe(waiter[-1]) for waiter in pool.waiting),
+                        tuple(e.busy for e in pool.engines)))
             for engine in pool.engines:
                 if engine.busy:
                     values.append(engine.free_at - now)
                     scales.append(_TIME)
         return tuple(key), np.array(values), np.array(scales)
+
+    def _describe(self, what) -> tuple:
+        """What a pending callback or a burst-level object stands for, in terms that
+        repeat from period to period (tiles relative to their pipeline's next compute)."""
+        owner = getattr(what, "__self__", None)
+        if owner is None:
+            return (getattr(what, "__qualname__", type(what).__name__),)
+        name = what.__func__.__qualname__
+        if isinstance(owner, _Burst):
+            return (name, self._transfer(owner.transfer), owner.hop, owner.nbytes)
+        if isinstance(owner, _BurstTransfer):
+            return (name, self._transfer(owner))
+        if isinstance(owner, _TileTransfer):
+            return (name, self._tile_transfer(owner))
+        if id(owner) in self._index:
+            return (name, self._index[id(owner)])
+        return (name, type(owner).__name__)
+
+    def _tile_transfer(self, transfer: _TileTransfer) -> tuple:
+        pipeline = transfer.pipeline
+        return (self._index[id(pipeline)], transfer.thread, transfer.tile - pipeline.next_compute)
+
+    def _transfer(self, transfer: _BurstTransfer) -> tuple:
+        moved = getattr(transfer.then, "__self__", None)
+        if isinstance(moved, _TileTransfer):
+            return self._tile_transfer(moved)
+        return (id(transfer),)  # not a tile's: never equal from one period to the next
+
+    def _burst_transfers(self) -> list[_BurstTransfer]:
+        """Every burst train in progress: its bursts are queued at a link, crossing one
+        (a pending event), or it waits to issue or to end (a pending event)."""
+        found: dict[int, _BurstTransfer] = {}
+        for arbiter in self._arbiters():
+            for transfer in arbiter.queues:
+                found[id(transfer)] = transfer
+        for entry in self.env._queue:
+            owner = getattr(entry[3].callbacks[0], "__self__", None)
+            if isinstance(owner, _Burst):
+                owner = owner.transfer
+            if isinstance(owner, _BurstTransfer):
+                found[id(owner)] = owner
+        return list(found.values())
+
+    def _arbiters(self) -> list[LinkArbiter]:
+        bursts = self.bursts
+        return list(bursts.arbiters.values()) + list(bursts.ports.values())
+
+    def _burst_state(self, now: float, key: list, values: list, scales: list) -> None:
+        """The burst datapath's part of the state: each link's grant order and queues,
+        each burst train's progress and pacing (not when a link's busy period began,
+        which only the DDR counter reads)."""
+        for arbiter in self._arbiters():
+            key.append((arbiter.busy, tuple(
+                (self._transfer(t), tuple((b.hop, b.nbytes) for b in arbiter.queues[t]))
+                for t in arbiter.waiting)))
+        trains = sorted(((self._transfer(t), t) for t in self._burst_transfers()),
+                        key=lambda pair: pair[0])
+        for described, train in trains:
+            key.append((described, train.left, train.to_issue, train.in_flight, train.pacing))
+            values += (train.next_issue - now, train.earliest_end - now)
+            scales += (_TIME, _TIME)
 
     def _pools(self) -> list:
         seen: dict[int, object] = {}
@@ -207,7 +277,15 @@ class SteadyState:
         env._queue[:] = [(at + shift, priority, eid, event)
                          for at, priority, eid, event in env._queue]
         env._now += shift
-        self.network._last_update += shift
+        if self.network is not None:
+            self.network._last_update += shift
+        if self.bursts is not None:
+            for train in self._burst_transfers():
+                train.next_issue += shift
+                train.earliest_end += shift
+            for arbiter in self._arbiters():
+                arbiter.busy_since += shift
+            self._repeat_busy_periods(previous.now, current.now, periods)
         for pool in self._pools():
             for engine in pool.engines:
                 engine.free_at += shift
@@ -267,6 +345,14 @@ class SteadyState:
                             for at, rate in joined])
         for at, rate in later:
             self.timeline.sample_ddr(at + shift, rate)
+
+    def _repeat_busy_periods(self, start: float, end: float, periods: int) -> None:
+        """Repeat the DDR link's busy periods that ended within (start, end]."""
+        busy = self.bursts.ddr_busy
+        stretch = busy[bisect_right(busy, start, key=itemgetter(1)):]
+        period = end - start
+        busy.extend([(since + repeat * period, until + repeat * period)
+                     for repeat in range(1, periods + 1) for since, until in stretch])
 
     def _repeat_activities(self, first: int, last: int, period: float, periods: int,
                            advances: list[int]) -> None:
