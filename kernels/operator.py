@@ -15,6 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from dspsim.kernels.check import Tolerance, tolerance_for
+from dspsim.kernels.declaration import check_declaration
 from dspsim.kernels.dtypes import DType
 from dspsim.kernels.numerics import smallest_subnormal
 from dspsim.sim.errors import ArgumentError
@@ -27,6 +28,7 @@ class Param:
     name: str
     default: float | None = None  # None: the caller must pass it
     minimum: float | None = None  # inclusive lower bound
+    maximum: float | None = None  # inclusive upper bound
     doc: str = ""
     c_type: str = "float"  # "element" where the C signature uses the call's element type
 
@@ -60,6 +62,8 @@ class Param:
             raise ArgumentError(f"{op_name}: {self.name} = {shown} must be a finite number")
         if self.minimum is not None and number < self.minimum:
             raise ArgumentError(f"{op_name}: {self.name}={number:g} must be >= {self.minimum:g}")
+        if self.maximum is not None and number > self.maximum:
+            raise ArgumentError(f"{op_name}: {self.name}={number:g} must be <= {self.maximum:g}")
         if dtype is not None and self.role == "scale":
             self._check_representable(op_name, number, dtype)
         return number
@@ -116,13 +120,21 @@ class Operator:
     # and f is zero within its error bound in the dtype, the faithful result is inf * 0 =
     # NaN or an infinity of either sign (see kernels/check.py)
     linear_in: str | None = None
+    # the dtypes it is written for (names of dspsim.kernels.DTYPES); None: every dtype a
+    # chip supports
+    dtypes: tuple[str, ...] | None = None
+
+    def supports(self, dtype: str) -> bool:
+        """Whether the operator is offered in ``dtype`` (on chips that support it)."""
+        return self.dtypes is None or dtype in self.dtypes
 
     def __post_init__(self) -> None:
-        expected = set(self.inputs) | {self.output, "length"} | {p.name for p in self.params}
-        if set(self.args) != expected:
-            raise ValueError(f"{self.stem}: args {self.args} do not match operands and params")
-        if self.linear_in is not None and self.linear_in not in self.inputs:
-            raise ValueError(f"{self.stem}: linear_in {self.linear_in!r} is not an input")
+        check_declaration(self)  # one KernelDeclarationError naming the field
+        # stored as tuples whatever sequence was given, so that declarations compare equal
+        for name in ("args", "inputs", "params", "dtypes"):
+            value = getattr(self, name)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
 
     def tolerance(self, dtype: DType, inputs, params: Mapping[str, float]) -> Tolerance:
         """The check's tolerance for a call in ``dtype`` on these inputs (C order)."""

@@ -21,7 +21,7 @@ from rich.text import Text
 import dspsim
 from dspsim.checked import run_checked
 from dspsim.chip import Chip
-from dspsim.cli.args import param_dict, parse_int, parse_length, parse_param, parse_seed
+from dspsim.cli.args import add_kernels_option, param_dict, parse_int, parse_length, parse_param, parse_seed
 from dspsim.cli.output import Output
 from dspsim.cli.report import render
 from dspsim.cli.listings import add_chips, add_ops
@@ -90,6 +90,7 @@ def add_run(sub) -> None:
                    "chip description used), to reproduce or compare it later")
     p.add_argument("--json", action="store_true",
                    help="print the result as JSON (RunResult.to_dict() and the numeric check)")
+    add_kernels_option(p)
     p.set_defaults(output_handler=cmd_run)
 
 
@@ -116,7 +117,7 @@ def cmd_run(args, out: Output) -> int:
         params = param_dict(args.param)
     except argparse.ArgumentTypeError as exc:
         raise ArgumentError(str(exc)) from None
-    chip = Chip(args.chip)
+    chip = Chip(args.chip, kernels=args.kernels or None)
     with out.progress("simulating") as advance:
         run = run_checked(chip, args.op, args.length, core_mask=args.core_mask, core=args.core,
                           params=params, seed=args.seed, fidelity=args.fidelity,

@@ -5,6 +5,7 @@ import os
 
 from rich.text import Text
 
+from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, number_column, text_column
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
@@ -57,13 +58,15 @@ def add_program(sub) -> None:
                    help="write the program's trace: Perfetto protobuf, or Chrome JSON for a "
                    "name ending in .json (open it in ui.perfetto.dev)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_kernels_option(p)
     p.set_defaults(output_handler=cmd_program)
 
 
 def cmd_program(args, out: Output) -> int:
     if args.trace is not None:
         check_target(args.trace)  # a path that can never be the trace fails before running
-    loaded = load_program(args.file, program_parameters(args.param))
+    loaded = load_program(args.file, program_parameters(args.param),
+                          kernels=args.kernels or None)
     with out.progress("simulating"):
         result = loaded.run(numerics=not args.timing_only, fidelity=args.fidelity,
                             races=args.races)
@@ -136,7 +139,8 @@ def cmd_program_sweep(args, out: Output) -> int:
     ignored = [option for option, dest in (
         ("--ops", "ops"), ("--chips", "chips"), ("--lengths", "lengths"), ("--dtypes", "dtypes"),
         ("--core-masks", "core_masks"), ("--cores", "cores"), ("--param", "param"),
-        ("--set", "sets"), ("--seed", "seed"), ("--scheduler", "scheduler"))
+        ("--set", "sets"), ("--seed", "seed"), ("--scheduler", "scheduler"),
+        ("--kernels", "kernels"))
         if getattr(args, dest, None)] + (["--workers"] if getattr(args, "workers", 1) != 1
                                          else [])
     if ignored:  # silently ignoring them would present a study that was not run
