@@ -8,29 +8,21 @@ Nothing is written to simulated memory until every check has passed.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dspsim import kernels as library
 from dspsim.binding import BoundCall, bind_call
-from dspsim.result import RunResult, make_result
-from dspsim.sim.chip.load import ChipConfig, load_config_and_text
-from dspsim.sim.errors import ArgumentError, DTypeError
-from dspsim.sim.engine.job import Job, Operand
-from dspsim.sim.engine.machine import check_fidelity, run_job
 from dspsim.methods import operator_method
+from dspsim.programs.program import Program
+from dspsim.result import RunResult
+from dspsim.seam import call_result, compute_into_destination, time_call
+from dspsim.sim.chip.load import ChipConfig, load_config_and_text
+from dspsim.sim.engine.job import Operand
+from dspsim.sim.engine.machine import check_fidelity
+from dspsim.sim.errors import ArgumentError, DTypeError
 from dspsim.sim.memory import Memory
-
-if TYPE_CHECKING:
-    from dspsim.programs.program import Program
-
-#: Elements per block of the numerics: 1 MiB of fp32, so that a kernel's temporaries stay
-#: in the host's caches (measured fastest between 2^16 and 2^20).
-_BLOCK_ELEMENTS = 1 << 18
-
 
 def _numpy_dtype(dtype):
     """fp32/fp16/bf16 as their numpy types; anything else as given."""
@@ -111,7 +103,7 @@ class Chip:
     def __getattr__(self, name: str):
         if name.startswith("_"):  # Python's and tools' probes (_repr_html_, __array__, ...)
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return operator_method(self, self.resolve(name))
+        return operator_method(self.call, self.config, self.resolve(name))
 
     def resolve(self, name: str) -> library.CName:
         """The operator a C name refers to; a clear error if the chip cannot run it."""
@@ -142,10 +134,9 @@ class Chip:
         return cname
 
     # --------------------------------------------------------------- programs
-    def program(self) -> "Program":
+    def program(self) -> Program:
         """A new program on this chip: calls on streams, run together on one timeline
         (see :mod:`dspsim.programs`)."""
-        from dspsim.programs.program import Program
         return Program(self)
 
     # --------------------------------------------------------------- calls
@@ -188,54 +179,6 @@ class Chip:
         return bind_call(self.resolve(name), self.memory, args, kwargs, core=core,
                          require_written=require_written)
 
-    # --------------------------------------------------------------- execution
-    def _compute_into_destination(self, bound: BoundCall) -> None:
-        """Run the kernel's math on zero-copy views of the inputs and store the result.
-
-        Operators are elementwise, so the range is computed in blocks of
-        ``_BLOCK_ELEMENTS``, each vectorised and copied once straight into the
-        destination's simulated memory (casting there if the kernel returned another
-        dtype). A block's temporaries stay in the host's caches and the memory they take
-        stays small whatever the length. In-place calls are safe: each block reads its
-        inputs before its result is stored, and blocks do not overlap.
-        """
-        dtype = bound.cname.dtype.numpy
-        inputs = [self.memory.view(o.span, dtype) for o in bound.inputs]
-        destination = self.memory.view(bound.output.span, dtype)
-        compute = bound.cname.operator.compute
-        with np.errstate(all="ignore"):  # inf/NaN propagate as on the hardware
-            for first in range(0, bound.length, _BLOCK_ELEMENTS):
-                block = slice(first, first + _BLOCK_ELEMENTS)
-                destination[block] = compute(*(array[block] for array in inputs),
-                                             **bound.params)
-        self.memory.mark_written(bound.output.span)
-
-    def _job(self, bound: BoundCall) -> Job:
-        cname = bound.cname
-        return Job(label=cname.operator.stem, dtype=cname.dtype.name,
-                   itemsize=cname.dtype.itemsize, length=bound.length, inputs=bound.inputs,
-                   outputs=(bound.output,), mix=cname.operator.mix, storage=cname.storage,
-                   cores=bound.cores)
-
-    def _result(self, bound: BoundCall, timing, fidelity: str = "fast") -> RunResult:
-        cfg = self.config
-        metadata = {
-            "chip": cfg.name, "operator": bound.cname.name, "dtype": bound.cname.dtype.name,
-            "storage": bound.cname.storage, "length": bound.length,
-            "core_mask": bound.core_mask, "cores": list(bound.cores),
-            "clock_mhz": cfg.clock_mhz, "params": bound.params,
-            "operands": {o.name: hex(o.span.address) for o in bound.inputs + (bound.output,)},
-            "warnings": list(bound.warnings), "fidelity": fidelity,
-            "ddr_peak_gbps": cfg.ddr.peak_bandwidth_gbps,
-            "ddr_achievable_gbps": cfg.ddr.bandwidth_gbps,
-            "dma_model": timing.dma_model,
-            "tiling": timing.tiling.to_dict() if timing.tiling is not None else None,
-        }
-        return make_result(timing=timing, metadata=metadata,
-                           ddr_peak_gbps=cfg.ddr.peak_bandwidth_gbps,
-                           ddr_achievable_gbps=cfg.ddr.bandwidth_gbps, clock_mhz=cfg.clock_mhz,
-                           warnings=list(bound.warnings))
-
 
 class PreparedCall:
     """A checked and timed call whose inputs may still be written (see :meth:`Chip.prepare`)."""
@@ -250,11 +193,8 @@ class PreparedCall:
         self.fidelity = fidelity
         # The timing model runs first: whatever it rejects (tiles that do not fit L2, an
         # instruction the chip lacks) is rejected before any memory is touched.
-        job = chip._job(bound)
-        if tile_bytes is not None:
-            job = dataclasses.replace(job, tile_bytes=int(tile_bytes))
-        self.timing = run_job(chip.config, job, fidelity=fidelity,
-                              record_slices=record_slices)
+        self.timing = time_call(chip.config, bound, fidelity=fidelity, tile_bytes=tile_bytes,
+                                record_slices=record_slices)
 
     @property
     def inputs(self) -> tuple[Operand, ...]:
@@ -272,8 +212,8 @@ class PreparedCall:
         for operand in bound.inputs:
             chip.memory.check_written(operand.span)
         if numerics:
-            chip._compute_into_destination(bound)
-        return chip._result(bound, self.timing, self.fidelity)
+            compute_into_destination(chip.memory, bound)
+        return call_result(chip.config, bound, self.timing, self.fidelity)
 
 
 def _check_options(name: str, fidelity, tile_bytes) -> None:

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from dspsim import kernels
-
-if TYPE_CHECKING:  # the Chip imports this module
-    from dspsim.chip import Chip
-    from dspsim.result import RunResult
+from dspsim.result import RunResult
+from dspsim.sim.chip.load import ChipConfig
 
 _STORAGE_TEXT = {
     "shared": "shared storage: operands in DDR or shared SRAM; the length is split over the "
@@ -53,9 +51,9 @@ def operator_signature(cname: kernels.CName) -> inspect.Signature:
     return inspect.Signature(positional + options, return_annotation="RunResult")
 
 
-def operator_doc(cname: kernels.CName, chip: "Chip") -> str:
-    """The docstring of a C-named operator on ``chip``."""
-    op, dtype, config = cname.operator, cname.dtype, chip.config
+def operator_doc(cname: kernels.CName, config: ChipConfig) -> str:
+    """The docstring of a C-named operator on the chip ``config`` describes."""
+    op, dtype = cname.operator, cname.dtype
     about = (f"{op.summary}, in {dtype.name} ({dtype.c_type}), on {config.name}; "
              f"{_STORAGE_TEXT[cname.storage]}.")
     lines = [cname.signature(), "", *_wrap(about), "", f"    {op.formula}", "",
@@ -98,16 +96,17 @@ def operator_doc(cname: kernels.CName, chip: "Chip") -> str:
     return "\n".join(lines)
 
 
-def operator_method(chip: "Chip", cname: kernels.CName) -> Callable[..., "RunResult"]:
-    """``chip.<C name>``: a function calling ``chip.call`` with its own signature and help."""
+def operator_method(call: Callable[..., RunResult], config: ChipConfig,
+                    cname: kernels.CName) -> Callable[..., RunResult]:
+    """``chip.<C name>``: a function calling ``call`` (a chip's ``call``) with the
+    operator's own signature and help."""
     name = cname.name
 
     def method(*args, core=None, numerics=True, fidelity="fast", **kwargs):
-        return chip.call(name, *args, core=core, numerics=numerics, fidelity=fidelity,
-                         **kwargs)
+        return call(name, *args, core=core, numerics=numerics, fidelity=fidelity, **kwargs)
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = operator_doc(cname, chip)
+    method.__doc__ = operator_doc(cname, config)
     method.__signature__ = operator_signature(cname)  # type: ignore[attr-defined]
     method.__module__ = "dspsim.chip"
     return method

@@ -13,9 +13,9 @@ import numpy as np
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import ENGINES, Timing
-from dspsim.traces.formats import (TraceModel, chrome_from_model, encode_trace, model_from_timing,
-                              write_trace)
 from dspsim.atomic import writer_alive
+from dspsim.traces.build import model_from_timing
+from dspsim.traces.formats import TraceModel, chrome_from_model, encode_trace, write_trace
 
 #: the files a saved run holds (see RunResult.save)
 SAVED_FILES = {"result": "result.json", "trace": "trace.pftrace", "chip": "chip.yaml"}
@@ -138,7 +138,7 @@ class RunResult(TimedInCycles):
         return sum(c.tiles for c in self.per_core)
 
     def trace_model(self) -> TraceModel:
-        """The call's trace, format-neutral (see :mod:`dspsim.traces.formats`)."""
+        """The call's trace, format-neutral (see :mod:`dspsim.traces.build`)."""
         if self.timing is None:
             raise ValueError("this result was made without timing slices")
         return model_from_timing(self.timing, self.metadata, self.clock_mhz * 1e-3)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import dspsim
 from dspsim.placement import c_arguments
+from dspsim.seam import job_for
 from dspsim import kernels
 from dspsim.sim.chip.load import config_from_dict, packaged_chips
 from dspsim.sim.engine.machine import run_job
@@ -187,7 +188,7 @@ def test_mirrored_cores_give_the_cycles_of_every_core_simulated(call):
     chip, _ = _place_and_call(call)
     args = c_arguments(chip.resolve(name).operator, addresses, length, params)
     extra = {} if mask is None else {"core_mask": mask}
-    job = chip._job(chip.bind(name, tuple(args), extra, core=core))
+    job = job_for(chip.bind(name, tuple(args), extra, core=core))
     mirrored = run_job(config, job)
     every_core = run_job(config, job, mirror_cores=False)
     assert mirrored.cycles == every_core.cycles

@@ -66,7 +66,7 @@ def test_validator_catches_partial_overlap_missing_fields_and_negative_durations
 
 
 def test_back_to_back_slices_do_not_overlap_after_conversion_to_nanoseconds():
-    from dspsim.traces.formats import _micro
+    from dspsim.traces.chrome_json import micro as _micro
     for k in range(1000, 30000):
         assert int(_micro(k) * 1000) == k
 

@@ -2,27 +2,16 @@
 from __future__ import annotations
 
 import argparse
-import re
 
-
-#: Largest power accepted in 2^N: more bits than any address space or mask
-MAX_EXPONENT = 256
+from dspsim.numbers import read_int
 
 
 def parse_int(text: str) -> int:
-    """Integers as users write them: 1024, 0xff, 2^22, 2**22."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:\^|\*\*)\s*(\d+)\s*", text)
+    """Integers as users write them: 1024, 0xff, 2^22, 2**22 (see :mod:`dspsim.numbers`)."""
     try:
-        if match:
-            base, exponent = int(match.group(1)), int(match.group(2))
-            if exponent > MAX_EXPONENT and base > 1:
-                raise argparse.ArgumentTypeError(f"{text!r} is too large (powers up to "
-                                                 f"{MAX_EXPONENT})")
-            return base ** exponent
-        return int(text.strip(), 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer (examples: 1024, 0xff, "
-                                         f"2^22)") from None
+        return read_int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_seed(text: str) -> int:

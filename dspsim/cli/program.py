@@ -9,6 +9,8 @@ from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, number_column, text_column
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
+from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
+                                   run_program_sweep, write_plots, write_rows)
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.atomic import check_target
@@ -134,8 +136,6 @@ def render_program(r: ProgramResult, out: Output, name: str = "program",
 
 def cmd_program_sweep(args, out: Output) -> int:
     """``dspsim sweep --program FILE --vary NAME=V1,V2``: rows, a table and plots."""
-    from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
-                                       run_program_sweep, write_plots, write_rows)
     ignored = [option for option, dest in (
         ("--ops", "ops"), ("--chips", "chips"), ("--lengths", "lengths"), ("--dtypes", "dtypes"),
         ("--core-masks", "core_masks"), ("--cores", "cores"), ("--param", "param"),

@@ -31,8 +31,10 @@ from typing import Any
 
 from dspsim import kernels
 from dspsim.chip import Chip
+from dspsim.numbers import read_int
 from dspsim.programs.buffers import (AUTO_REGIONS, Buffer, Init, describe, fill, init_fits,
                                      load_npy, parse_init, place)
+from dspsim.programs.calls import enqueue_items
 from dspsim.programs.program import Initial, Program
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
@@ -94,10 +96,9 @@ class ProgramFile:
 
 def parse_value(text: str) -> int | float:
     """A parameter value from the command line: an integer (1024, 0xff, 2^16) or a number."""
-    from dspsim.cli.args import parse_int  # one reading of integers for files and commands
     try:
-        return parse_int(text)
-    except Exception:  # noqa: BLE001 - not an integer: try a float below
+        return read_int(text)
+    except ValueError:  # not an integer: try a float below
         pass
     try:
         return float(text)
@@ -313,7 +314,6 @@ class _Loader:
 
     # ------------------------------------------------------------------ streams
     def streams(self, node: Any, program: Program, buffers: dict[str, Buffer]) -> None:
-        from dspsim.programs.calls import enqueue_items
         if not isinstance(node, dict) or not node:
             self.problem("streams", "must be a non-empty mapping of stream names to lists of "
                          "calls, records and waits")

@@ -20,20 +20,18 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from dspsim.binding import BoundCall
 from dspsim.methods import operator_doc, operator_signature
-from dspsim.sim.errors import AddressError, ArgumentError
+from dspsim.programs.result import ProgramResult, build_result
+from dspsim.seam import Launcher, compute_into_destination, job_for
 from dspsim.sim.engine.machine import check_fidelity
+from dspsim.sim.errors import AddressError, ArgumentError
 from dspsim.sim.memory import Span
-from dspsim.sim.program.scheduler import plan_call, run_program
 from dspsim.sim.program.graph import (CallItem, RaceError, RecordItem, WaitItem,
                                       build_dependencies, find_races)
-
-if TYPE_CHECKING:
-    from dspsim.chip import Chip
-    from dspsim.programs.result import ProgramResult
+from dspsim.sim.program.scheduler import plan_call, run_program
 
 #: what :meth:`Program.run` does about races
 RACE_POLICIES = ("error", "warn")
@@ -102,7 +100,7 @@ class Stream:
 
         method.__name__ = method.__qualname__ = cname.name
         method.__doc__ = (f"Enqueue {cname.name} on this stream; returns the EnqueuedCall.\n\n"
-                          + operator_doc(cname, chip))
+                          + operator_doc(cname, chip.config))
         signature = operator_signature(cname)
         method.__signature__ = signature.replace(  # type: ignore[attr-defined]
             parameters=[p for p in signature.parameters.values()
@@ -145,9 +143,8 @@ class Stream:
 class Program:
     """Calls on streams of one chip, run together on one timeline (see the module doc)."""
 
-    def __init__(self, chip: "Chip") -> None:
-        from dspsim.chip import Chip  # the launcher imports programs: import it late
-        if not isinstance(chip, Chip):
+    def __init__(self, chip: Launcher) -> None:
+        if not isinstance(chip, Launcher):
             raise ArgumentError(f"Program({chip!r}): give a Chip, e.g. Program(Chip('ft78ne')) "
                                 f"or chip.program()")
         self.chip = chip
@@ -194,7 +191,7 @@ class Program:
 
     # ------------------------------------------------------------------ running
     def run(self, *, numerics: bool = True, fidelity: str = "fast", races: str = "error",
-            initial: "Initial | None" = None) -> "ProgramResult":
+            initial: Initial | None = None) -> ProgramResult:
         """Check, time and (with ``numerics``) compute the whole program.
 
         Raises DeadlockError for a wait on an event never recorded or a cycle of waits,
@@ -205,8 +202,6 @@ class Program:
         ``write()`` stores once every check has passed, before the numerics (a program
         file's initialised buffers); with ``numerics=False`` it is not written.
         """
-        from dspsim.programs.result import build_result
-
         if not isinstance(numerics, bool):
             raise ArgumentError(f"numerics={numerics!r} must be True or False (timing only)")
         check_fidelity(fidelity)
@@ -228,7 +223,7 @@ class Program:
             raise RaceError(problems[0] + more)
         config = self.chip.config
         tilings: dict = {}
-        planned = {c.index: plan_call(config, self.chip._job(c.bound), fidelity, tilings)
+        planned = {c.index: plan_call(config, job_for(c.bound), fidelity, tilings)
                    for c in self.calls}
         if numerics:
             self._check_inputs(graph, initial.spans if initial else ())
@@ -238,8 +233,9 @@ class Program:
             if initial is not None:
                 initial.write()
             for index in timing.memory_order:
-                self.chip._compute_into_destination(self.calls[index].bound)
-        return build_result(self, timing, graph, warnings=problems)
+                compute_into_destination(self.chip.memory, self.calls[index].bound)
+        return build_result(self.chip.config, streams, [c.bound for c in self.calls], timing,
+                            graph, warnings=problems)
 
     def _check_inputs(self, graph, initial: Sequence[Span]) -> None:
         """Every input holds data already, or will (``initial``), or is written by a call

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Sequence
 
+from dspsim.binding import BoundCall
 from dspsim.result import RunResult, TimedInCycles, to_jsonable
+from dspsim.seam import call_result
+from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.machine import ENGINES
+from dspsim.sim.program.graph import CallItem, Dependencies, RecordItem, WaitItem
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
-from dspsim.sim.program.graph import Dependencies
-
-if TYPE_CHECKING:
-    from dspsim.programs.program import Program
+from dspsim.traces.build import model_from_program
+from dspsim.traces.formats import TraceModel, chrome_from_model, write_trace
 
 #: windows of the DDR utilisation time series
 DDR_WINDOWS = 20
@@ -85,26 +87,54 @@ class ProgramResult(TimedInCycles):
             entry["cycles"] = record.cycles
         return data
 
+    def trace_model(self) -> TraceModel:
+        """The program's trace, format-neutral (see :mod:`dspsim.traces.build`)."""
+        if self.timing is None:
+            raise ValueError("this result was made without its program timing")
+        return model_from_program(
+            self.timing, chip=self.chip, streams=self.streams,
+            operators={c.index: c.operator for c in self.calls},
+            events=self.events, metadata=self._trace_metadata(), bounds=self.bounds,
+            bound=self.bound, ddr_gbps_per_byte_cycle=self.clock_mhz * 1e-3)
+
     def trace(self) -> dict[str, Any]:
-        """The program's Chrome trace (see :mod:`dspsim.programs.trace`)."""
-        from dspsim.programs.trace import build_program_trace
-        return build_program_trace(self)
+        """The program's Chrome trace dict (see :mod:`dspsim.traces.build`)."""
+        return chrome_from_model(self.trace_model())
 
-    def write_trace(self, path) -> str:
+    def write_trace(self, path, fmt: str | None = None) -> str:
         """Write the program's trace to ``path`` atomically: Perfetto protobuf, or Chrome
-        JSON for a name ending in ``.json``; returns the path."""
-        from dspsim.traces.formats import write_trace
-        return write_trace(self.trace(), path)
+        JSON for a name ending in ``.json`` (unless ``fmt`` says); returns the path."""
+        return write_trace(self.trace_model(), path, fmt)
+
+    def _trace_metadata(self) -> dict[str, Any]:
+        """What trace readers need: chip, clock, streams, DDR figures, the calls."""
+        return {
+            "chip": self.chip, "operator": f"program of {len(self.calls)} calls",
+            "dtype": ", ".join(sorted({c.result.dtype for c in self.calls})),
+            "length": sum(c.result.length for c in self.calls), "core_mask": None,
+            "clock_mhz": self.clock_mhz, "fidelity": self.fidelity,
+            "streams": list(self.streams),
+            "ddr_peak_gbps": self.calls[0].result.ddr_peak_gbps if self.calls else 0.0,
+            "ddr_achievable_gbps": self.ddr["achievable_gbps"],
+            "program": [{"call": c.index, "operator": c.operator, "stream": c.stream,
+                         "cores": list(c.cores), "start_cycle": c.start_cycle,
+                         "end_cycle": c.end_cycle, "waited_for": c.waited_for}
+                        for c in self.calls],
+        }
 
 
-def build_result(program: "Program", timing: ProgramTiming, graph: Dependencies,
+def build_result(config: ChipConfig, streams: dict[str, list[CallItem | RecordItem | WaitItem]],
+                 calls: Sequence[BoundCall], timing: ProgramTiming, graph: Dependencies,
                  warnings: list[str]) -> ProgramResult:
-    """Assemble the ProgramResult of ``program`` from the model's ProgramTiming."""
-    chip, config = program.chip, program.chip.config
+    """Assemble the ProgramResult of a program from the model's ProgramTiming.
+
+    ``streams`` holds each stream's items in order (its calls as graph items), ``calls``
+    each call's checked arguments by call index.
+    """
     records = []
     for scheduled in timing.calls:
-        bound = program.calls[scheduled.index].bound
-        result = chip._result(bound, scheduled.timing, timing.fidelity)
+        result = call_result(config, calls[scheduled.index], scheduled.timing,
+                             timing.fidelity)
         records.append(_record(scheduled, result))
     cycles = math.ceil(timing.cycles - 1e-9) if timing.cycles else 0
     ddr_capacity = config.bytes_per_cycle(config.ddr.bandwidth_gbps)
@@ -112,39 +142,38 @@ def build_result(program: "Program", timing: ProgramTiming, graph: Dependencies,
     all_warnings = list(warnings) + sorted({w for r in records for w in r.result.warnings})
     return ProgramResult(
         chip=config.name, fidelity=timing.fidelity, clock_mhz=config.clock_mhz, cycles=cycles,
-        streams=[s.name for s in program.streams], calls=records,
+        streams=list(streams), calls=records,
         per_core=_per_core(records, timing.cycles),
         ddr=_ddr(records, timing, ddr_capacity, config.clock_mhz),
         bounds=bounds, bound=max(bounds, key=bounds.get) if bounds else "none",
-        critical_path=_critical_path(records), events=_events(program, timing),
+        critical_path=_critical_path(records), events=_events(streams, timing),
         scheduled_events=timing.scheduled_events,
         tiles=sum(r.result.tiles for r in records), warnings=all_warnings, timing=timing)
 
 
-def _events(program: "Program", timing: ProgramTiming) -> list[dict[str, Any]]:
+def _events(streams: dict[str, list[CallItem | RecordItem | WaitItem]],
+            timing: ProgramTiming) -> list[dict[str, Any]]:
     """Each recorded event: its stream, the cycle it completed, and each wait for it: the
     waiting stream, the first call the wait held (if any), when the stream reached the wait
     and when the event released it."""
-    from dspsim.programs.program import EnqueuedCall
-    from dspsim.sim.program.graph import RecordItem, WaitItem
     events: dict[str, dict[str, Any]] = {}
-    for stream in program.streams:
-        for item in stream.items:
+    for name, items in streams.items():
+        for item in items:
             if isinstance(item, RecordItem):
                 events.setdefault(item.event, {"event": item.event, "waits": []}).update(
-                    recorded_on=stream.name, cycle=timing.event_cycles.get(item.event))
+                    recorded_on=name, cycle=timing.event_cycles.get(item.event))
     ends = {c.index: c.end for c in timing.calls}
-    for stream in program.streams:
-        for position, item in enumerate(stream.items):
+    for name, items in streams.items():
+        for position, item in enumerate(items):
             if isinstance(item, WaitItem) and item.event in events:
-                released = next((i.index for i in stream.items[position + 1:]
-                                 if isinstance(i, EnqueuedCall)), None)
-                earlier = [ends[i.index] for i in stream.items[:position]
-                           if isinstance(i, EnqueuedCall)]
+                released = next((i.index for i in items[position + 1:]
+                                 if isinstance(i, CallItem)), None)
+                earlier = [ends[i.index] for i in items[:position]
+                           if isinstance(i, CallItem)]
                 reached = max(earlier, default=0.0)
                 recorded = events[item.event].get("cycle")
                 events[item.event]["waits"].append({
-                    "stream": stream.name, "call": released, "reached_cycle": reached,
+                    "stream": name, "call": released, "reached_cycle": reached,
                     "released_cycle": max(reached, recorded if recorded is not None else 0.0)})
     return list(events.values())
 

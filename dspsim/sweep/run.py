@@ -18,6 +18,7 @@ from dspsim.kernels.check import compare
 from dspsim.placement import c_arguments, place_operands
 from dspsim.sim.errors import DspSimError
 from dspsim.result import RunResult
+from dspsim.seam import call_result, compute_into_destination, job_for
 from dspsim.sim.engine.machine import COMPUTE, LOAD, STORE, run_job
 from dspsim.sim.engine.machine import plan as machine_plan
 from dspsim.sweep.plan import (BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_overrides,
@@ -106,7 +107,7 @@ def _call_sharing_timings(chip: Chip, run: RunSpec, args) -> RunResult:
     """``chip.call`` at the fast fidelity, without slices, reusing the timing of an earlier
     call that the model cannot tell from this one. Checks and numerics are the call's own."""
     bound = chip.bind(run.operator, args, {"core_mask": run.core_mask})
-    job = chip._job(bound)
+    job = job_for(bound)
     cost = machine_plan(chip.config, job)
     key = _timing_key(run, job, cost)
     timing = _TIMINGS.get(key)
@@ -120,8 +121,8 @@ def _call_sharing_timings(chip: Chip, run: RunSpec, args) -> RunResult:
     mine.vector = cost
     mine.tiling = getattr(timing, "tiling", None)
     if run.numerics:
-        chip._compute_into_destination(bound)
-    return chip._result(bound, mine, DEFAULT_FIDELITY)
+        compute_into_destination(chip.memory, bound)
+    return call_result(chip.config, bound, mine, DEFAULT_FIDELITY)
 
 
 def _slug(resource: str) -> str:

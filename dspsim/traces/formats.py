@@ -1,12 +1,8 @@
-"""Traces of a call: built from its Timing, written as Perfetto protobuf or Chrome JSON,
-read back from either.
+"""Trace files: written as Perfetto protobuf or Chrome JSON, read back from either.
 
-Layout: a ``<CHIP> call`` group holding the ``call`` track (launch and barrier slices) and
-the ``DDR bandwidth`` counter (GB/s in use), then one group per core (``core N``) with one
-track per engine (``dma-in``, ``vector``, ``dma-out``; ``dma-in.0``, ``dma-in.1``… when a
-core has several engines per direction), and a metadata object naming chip, operator,
-dtype, length, core_mask and clock. One nanosecond on a viewer's axis is one core cycle;
-exact cycles and bytes are in each slice's args.
+Traces of calls and programs are built by :mod:`dspsim.traces.build` (the layout is
+described there). One nanosecond on a viewer's axis is one core cycle; exact cycles and
+bytes are in each slice's args.
 
 The format-neutral :class:`~dspsim.traces.model.TraceModel` is what both formats are
 written from and read into; a Chrome-style trace dict (with ``"s"``/``"f"`` flows) made
@@ -19,19 +15,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dspsim.sim.errors import ArgumentError
-from dspsim.sim.engine.machine import CALL_TRACK, Timing
 from dspsim.atomic import check_target, read_bytes, write_atomically
-from dspsim.traces.chrome_json import (chrome_from_model, micro as _micro, model_from_chrome,
-                                   parse_json, trace_bytes)
-from dspsim.traces.model import CounterSample, TraceModel, TrackSlice
+from dspsim.sim.errors import ArgumentError
+from dspsim.traces.chrome_json import chrome_from_model, model_from_chrome, parse_json, trace_bytes
+from dspsim.traces.model import TraceModel
 from dspsim.traces.perfetto_proto import is_protobuf, model_from_proto, proto_bytes
 from dspsim.traces.validate import validate_trace
 
-__all__ = ["CALL_PID", "PROTOBUF_SUFFIXES", "TIME_UNIT_NOTE", "TraceModel", "build_trace",
-           "check_target", "core_pid", "encode_trace", "load_trace", "model_from_timing",
-           "read_model", "trace_bytes", "trace_format", "trace_model", "validate_trace",
-           "write_trace", "_micro"]
+__all__ = ["PROTOBUF_SUFFIXES", "TraceModel", "check_target", "chrome_from_model",
+           "encode_trace", "load_trace", "read_model", "trace_bytes", "trace_format",
+           "trace_model", "validate_trace", "write_trace"]
 
 #: File name endings written as Perfetto protobuf; ``.json`` is Chrome JSON.
 PROTOBUF_SUFFIXES = (".pftrace", ".perfetto-trace")
@@ -45,62 +38,6 @@ def trace_format(path: str | os.PathLike) -> str:
     if name.endswith(JSON_SUFFIX):
         return "json"
     return "protobuf" if name.endswith(PROTOBUF_SUFFIXES) else DEFAULT_FORMAT
-
-
-CALL_PID = 0
-TIME_UNIT_NOTE = ("1 ns on the time axis is 1 core cycle (in JSON, ts and dur are "
-                  "cycles/1000 in microseconds)")
-DDR_COUNTER = "DDR bandwidth"
-
-
-def core_pid(core: int) -> int:
-    """The Chrome process id of a core's group."""
-    return core + 1
-
-
-def _engine_order(engine: str) -> tuple[int, int]:
-    from dspsim.sim.engine.machine import ENGINES  # noqa: PLC0415
-    base, _, sub = engine.partition(".")
-    return (ENGINES.index(base) if base in ENGINES else len(ENGINES),
-            int(sub) if sub.isdigit() else 0)
-
-
-def model_from_timing(timing: Timing, metadata: dict[str, Any],
-                      ddr_gbps_per_byte_cycle: float) -> TraceModel:
-    """The trace of one call. ``ddr_gbps_per_byte_cycle`` converts the model's bytes per
-    cycle into GB/s for the DDR counter."""
-    model = TraceModel(metadata={
-        **metadata, "time_unit": TIME_UNIT_NOTE, "total_cycles": timing.cycles,
-        "roofline_terms": dict(timing.roofline_terms),
-        "bound": timing.bound if timing.roofline_terms else None})
-    call_group = f"{metadata.get('chip', 'chip')} call"
-    slices = timing.slices
-    engines_of: dict[int, set[str]] = {}
-    for piece in slices:
-        engines_of.setdefault(piece.core, set()).add(piece.engine)
-    engines_of.pop(CALL_TRACK, None)
-    tracks = {(CALL_TRACK, "call"): model.track(call_group, "call", ids=(CALL_PID, 1))}
-    ddr = (model.track(call_group, DDR_COUNTER, "counter", "GB/s")
-           if timing.ddr_samples else None)
-    for core in sorted(engines_of):
-        pid = core_pid(core)
-        for index, engine in enumerate(sorted(engines_of[core], key=_engine_order), start=1):
-            # a thread whose tid equals its pid is shown as the process's main thread
-            tracks[(core, engine)] = model.track(f"core {core}", engine,
-                                                 ids=(pid, pid * 1000 + index))
-    for piece in slices:
-        track = tracks[(piece.core, "call" if piece.core == CALL_TRACK else piece.engine)]
-        model.slices.append(TrackSlice(track, piece.name, piece.engine.partition(".")[0],
-                                       piece.start, piece.end, dict(piece.args)))
-    for cycle, rate in timing.ddr_samples:
-        model.samples.append(CounterSample(ddr, cycle, round(rate * ddr_gbps_per_byte_cycle, 6)))
-    return model
-
-
-def build_trace(timing: Timing, metadata: dict[str, Any], ddr_gbps_per_byte_cycle: float
-                ) -> dict[str, Any]:
-    """The Chrome trace dict of one call (see :func:`model_from_timing`)."""
-    return chrome_from_model(model_from_timing(timing, metadata, ddr_gbps_per_byte_cycle))
 
 
 def trace_model(trace: TraceModel | dict[str, Any]) -> TraceModel:

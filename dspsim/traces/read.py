@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.traces.formats import DDR_COUNTER, read_model
+from dspsim.traces.build import DDR_COUNTER
+from dspsim.traces.formats import read_model
 from dspsim.traces.model import finite_number
 
 CALL = "call"
