@@ -13,15 +13,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dspsim.kernels.dtypes import DTYPES
+from dspsim.kernels.param import Param
 from dspsim.sim.errors import KernelDeclarationError
-
-if TYPE_CHECKING:
-    from dspsim.kernels.operator import Operator, Param
 
 #: A stem is the middle of ``{prefix}_{stem}_{s|p}``: a C identifier in lower case.
 STEM = re.compile(r"[a-z][a-z0-9_]*[a-z0-9]|[a-z]")
@@ -53,7 +50,6 @@ def _names(op_name: str, field: str, value) -> tuple[str, ...]:
 
 
 def _check_param(op_name: str, index: int, param) -> None:
-    from dspsim.kernels.operator import Param
     where = f"params[{index}]"
     if not isinstance(param, Param):
         raise _fail(op_name, where, f"{param!r:.60} must be a dspsim.kernels.Param")
@@ -102,8 +98,9 @@ def _check_mix(op_name: str, mix) -> None:
         raise _fail(op_name, "mix", "every count is 0: an iteration must issue something")
 
 
-def check_declaration(op: "Operator") -> None:
-    """A KernelDeclarationError naming the first malformed field of ``op``, if any."""
+def check_declaration(op) -> None:
+    """A KernelDeclarationError naming the first malformed field of ``op`` (an
+    :class:`~dspsim.kernels.Operator`), if any."""
     stem = op.stem
     if not isinstance(stem, str) or not STEM.fullmatch(stem):
         raise _fail(str(stem)[:40], "stem", f"{stem!r:.60} must be a C name stem in lower case "
@@ -185,7 +182,7 @@ def _array(op_name: str, field: str, value, length: int) -> np.ndarray:
     return array
 
 
-def probe_formulas(op: "Operator") -> None:
+def probe_formulas(op) -> None:
     """Run the declaration's functions on a few elements; a KernelDeclarationError naming
     the function that raises or returns something other than one value per element."""
     stem = op.stem

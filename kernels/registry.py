@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Mapping
 from dspsim.kernels import activation_grads, forward, losses
 from dspsim.kernels.dtypes import BY_PREFIX, DTYPES, DType
 from dspsim.kernels.operator import Operator
+from dspsim.sim.errors import KernelDeclarationError
 
 OPERATORS: dict[str, Operator] = {
     op.stem: op
@@ -93,7 +94,6 @@ class KernelSet(Mapping[str, Operator]):
                  source=None) -> "KernelSet":
         """This set plus ``operators`` declared in ``origin``; a KernelDeclarationError if a
         stem is already taken (by the library or by another file)."""
-        from dspsim.sim.errors import KernelDeclarationError
         added = list(operators)
         for op in added:
             taken = self._operators.get(op.stem)
