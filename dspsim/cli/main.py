@@ -23,12 +23,13 @@ from dspsim.checked import run_checked
 from dspsim.chip import Chip
 from dspsim.cli.args import add_kernels_option, param_dict, parse_int, parse_length, parse_param, parse_seed
 from dspsim.cli.output import Output
-from dspsim.cli.report import render
+from dspsim.cli.report import render, run_csv_row
 from dspsim.cli.listings import add_chips, add_ops
 from dspsim.result import check_folder, to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.traces.formats import check_target
+from dspsim.traces.speed import speed_of_light
 
 DEFAULT_TRACE_DIR = "traces"
 #: Perfetto's protobuf: clean track names and whole-cycle slices in the Perfetto UI
@@ -89,7 +90,11 @@ def add_run(sub) -> None:
                    help="keep the run in DIR: result.json, trace.pftrace and chip.yaml (the exact "
                    "chip description used), to reproduce or compare it later")
     p.add_argument("--json", action="store_true",
-                   help="print the result as JSON (RunResult.to_dict() and the numeric check)")
+                   help="print the result as JSON (RunResult.to_dict(), the numeric check and "
+                   "the speed of light)")
+    p.add_argument("--csv", action="store_true",
+                   help="print one CSV row: the headline figures, each resource's busy share "
+                   "and share of its peak, the bound and the advice")
     add_kernels_option(p)
     p.set_defaults(output_handler=cmd_run)
 
@@ -133,10 +138,13 @@ def cmd_run(args, out: Output) -> int:
         extra = {k: v for k, v in document.items() if k not in ("result", "trace")}
         result.save(args.save, chip_yaml=chip.description_yaml, extra=extra)
         saved = args.save
+    sol = speed_of_light(result.trace_model())
     if args.json:
-        out.json({**document, "saved": saved})
+        out.json({**document, "saved": saved, "speed_of_light": to_jsonable(sol.to_dict())})
+    elif args.csv:
+        out.csv([run_csv_row(result, sol)])
     else:
-        render(result, out, check, trace_path, saved)
+        render(result, out, check, trace_path, saved, sol)
     return 0 if check is None or check.ok else 1
 
 

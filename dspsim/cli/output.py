@@ -17,6 +17,8 @@ starts a new line within it.
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import json
 import sys
 import textwrap
@@ -100,6 +102,16 @@ class Output:
     def json(self, data) -> None:
         """``data`` as indented JSON on stdout (NaN and infinity are not JSON: None)."""
         self.console.file.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+        self.console.file.flush()
+
+    def csv(self, rows: Sequence[dict]) -> None:
+        """``rows`` (dicts with the same keys, in order) as CSV on stdout, a header first."""
+        buffer = io.StringIO()
+        if rows:
+            writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        self.console.file.write(buffer.getvalue())
         self.console.file.flush()
 
     @contextlib.contextmanager

@@ -13,6 +13,7 @@ from dspsim.kernels.check import Check
 from dspsim.result import SAVED_FILES, RunResult
 from dspsim.sim.engine.machine import ENGINES
 from dspsim.traces.formats import trace_format
+from dspsim.traces.speed import SpeedOfLight
 
 
 def _pct(part: float, whole: float) -> str:
@@ -60,11 +61,42 @@ def check_line(check: Check) -> Text:
         f"{check.failures:,} elements outside it{first}")
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def render_speed_of_light(sol: SpeedOfLight, out: Output) -> None:
+    """The speed-of-light table (every resource's busy share and share of its peak), the
+    bound and the advice: what ``run``, ``program`` and ``trace summary`` open with."""
+    out.table([text_column("resource", key=True), number_column("busy"),
+               number_column("of peak"), text_column("detail")],
+              [[r.resource, _share(r.busy_share), _share(r.of_peak), r.detail]
+               for r in sol.rows],
+              title="speed of light: each resource's busy share of the call and share of "
+                    "its peak")
+    out.line("bound: ", (sol.bound, "bold"), " — ", sol.advice)
+
+
+def run_csv_row(result: RunResult, sol: SpeedOfLight) -> dict:
+    """``run --csv``: the headline figures, then each resource's busy share and share of
+    its peak, then the bound and the advice; the columns depend only on the chip."""
+    row = {k: float(f"{v:.6g}") if isinstance(v, float) else v
+           for k, v in result.to_row().items() if k != "bound"}
+    for region in ("ddr", "shared_sram"):
+        row[f"{region} read bytes"] = result.bytes_read.get(region, 0)
+        row[f"{region} write bytes"] = result.bytes_written.get(region, 0)
+    return {**row, **sol.csv_columns()}
+
+
 def render(result: RunResult, out: Output, check: Check | None = None,
-           trace_path: str | None = None, saved: str | None = None) -> None:
-    """Print the headline numbers, the per-core table, the numeric check and warnings."""
+           trace_path: str | None = None, saved: str | None = None,
+           sol: SpeedOfLight | None = None) -> None:
+    """Print the headline, the speed of light, the headline numbers, the per-core table,
+    the numeric check and warnings."""
     r = result
     out.line(headline(r))
+    if sol is not None:
+        render_speed_of_light(sol, out)
     out.table([text_column("figure"), text_column("value")],
               [(Text(name, style="dim"), value) for name, value in summary_rows(r)],
               show_header=False, boxed=False)

@@ -14,6 +14,7 @@ from dspsim.sim.engine.machine import ENGINES
 from dspsim.sim.program.graph import CallItem, Dependencies, RecordItem, WaitItem
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
 from dspsim.traces.build import model_from_program
+from dspsim.traces.usage import CALL_KEY, RESOURCES
 from dspsim.traces.formats import TraceModel, chrome_from_model, write_trace
 
 #: windows of the DDR utilisation time series
@@ -120,7 +121,20 @@ class ProgramResult(TimedInCycles):
                          "cores": list(c.cores), "start_cycle": c.start_cycle,
                          "end_cycle": c.end_cycle, "waited_for": c.waited_for}
                         for c in self.calls],
+            RESOURCES: self._resources(),
         }
+
+    def _resources(self) -> dict[str, Any]:
+        """The chip's resources as the calls' traces describe them, each call's vector cost
+        keyed by its index (see :mod:`dspsim.traces.usage`)."""
+        if not self.calls:
+            return {}
+        first = dict(self.calls[0].result.metadata.get(RESOURCES) or {})
+        for key in ("one_core_roofline", "cores"):  # a call's figures, not the program's
+            first.pop(key, None)
+        first["vector"] = {str(c.index): c.result.metadata[RESOURCES]["vector"][CALL_KEY]
+                           for c in self.calls if RESOURCES in c.result.metadata}
+        return first
 
 
 def build_result(config: ChipConfig, streams: dict[str, list[CallItem | RecordItem | WaitItem]],

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.build import DDR_COUNTER
 from dspsim.traces.formats import read_model
-from dspsim.traces.model import finite_number
+from dspsim.traces.model import TraceModel, finite_number
 
 CALL = "call"
 
@@ -48,6 +48,8 @@ class Trace:
     total_cycles: float
     slices: list[TraceSlice]
     ddr: list[tuple[float, float]]  # (cycle, GB/s in use from then on)
+    #: the whole file as read (slices, counters, flows, metadata)
+    model: TraceModel | None = field(default=None, repr=False)
 
     @property
     def cores(self) -> list[int]:
@@ -135,7 +137,7 @@ def read_trace(path: str | os.PathLike) -> Trace:
                                  _slice_args(piece.args, f"{path}: slice {piece.name[:40]!r}")))
     ddr = [(round(s.at), s.value) for s in model.samples
            if model.tracks[s.track].name == DDR_COUNTER]
-    return Trace(path, metadata, metadata["total_cycles"], slices, sorted(ddr))
+    return Trace(path, metadata, metadata["total_cycles"], slices, sorted(ddr), model)
 
 
 #: What the simulator measured and the summary reports as is.
