@@ -23,7 +23,9 @@ from dspsim.checked import run_checked
 from dspsim.chip import Chip
 from dspsim.cli.args import add_kernels_option, param_dict, parse_int, parse_length, parse_param, parse_seed
 from dspsim.cli.output import Output
-from dspsim.cli.report import render, run_csv_row
+from dspsim.cli.report import render, render_band, run_csv_row
+from dspsim.placement import c_arguments
+from dspsim.uncertainty import call_band
 from dspsim.cli.listings import add_chips, add_ops
 from dspsim.result import check_folder, to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
@@ -95,6 +97,10 @@ def add_run(sub) -> None:
     p.add_argument("--csv", action="store_true",
                    help="print one CSV row: the headline figures, each resource's busy share "
                    "and share of its peak, the bound and the advice")
+    p.add_argument("--uncertainty", action="store_true",
+                   help="report the cycles as a band: the call timed again at each end of "
+                   "every assumed value's range in the chip file, one at a time and combined, "
+                   "plus the model's own documented error")
     add_kernels_option(p)
     p.set_defaults(output_handler=cmd_run)
 
@@ -139,13 +145,34 @@ def cmd_run(args, out: Output) -> int:
         result.save(args.save, chip_yaml=chip.description_yaml, extra=extra)
         saved = args.save
     sol = speed_of_light(result.trace_model())
+    band = None
+    if args.uncertainty:
+        with out.progress("timing the ranges' ends"):
+            band = run_band(chip, args, result, run.addresses, params)
     if args.json:
-        out.json({**document, "saved": saved, "speed_of_light": to_jsonable(sol.to_dict())})
+        out.json({**document, "saved": saved, "speed_of_light": to_jsonable(sol.to_dict()),
+                  "uncertainty": to_jsonable(band.to_dict()) if band else None})
     elif args.csv:
-        out.csv([run_csv_row(result, sol)])
+        row = run_csv_row(result, sol)
+        if band is not None:
+            row.update(band_low_cycles=round(band.band_low), band_high_cycles=round(band.band_high))
+        out.csv([row])
     else:
         render(result, out, check, trace_path, saved, sol)
+        if band is not None:
+            render_band(band, out)
     return 0 if check is None or check.ok else 1
+
+
+def run_band(chip: Chip, args, result, addresses: dict[str, int], params: dict):
+    """The band of ``dspsim run``'s call (see :mod:`dspsim.uncertainty`)."""
+    cname = chip.resolve(args.op)
+    call_args = c_arguments(cname.operator, addresses, args.length, params)
+    kwargs = {"core_mask": args.core_mask} if cname.storage == "shared" else {}
+    bound = chip.bind(args.op, tuple(call_args), kwargs, core=args.core, require_written=False)
+    return call_band(chip, bound, result.cycles, result.metadata["dma_model"],
+                     fidelity=args.fidelity, tile_bytes=args.tile_bytes,
+                     source=chip.config.source)
 
 
 # --------------------------------------------------------------------------- the parser

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, number_column, text_column
-from dspsim.cli.report import render_speed_of_light
+from dspsim.cli.report import render_band, render_speed_of_light
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
 from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
@@ -17,6 +17,7 @@ from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.atomic import check_target
 from dspsim.result import to_jsonable
 from dspsim.traces.speed import SpeedOfLight, speed_of_light
+from dspsim.uncertainty import program_band
 
 
 def cores_text(cores) -> str:
@@ -67,6 +68,9 @@ def add_program(sub) -> None:
                    help="print one CSV row per call: stream, operator, cores, start, end, "
                    "cycles, what it waited for, its bound, and read and write bytes and "
                    "bandwidth per link")
+    p.add_argument("--uncertainty", action="store_true",
+                   help="report the program's cycles as a band from the chip file's assumed "
+                   "values' ranges (one at a time and combined) and the model's own error")
     add_kernels_option(p)
     p.set_defaults(output_handler=cmd_program)
 
@@ -82,15 +86,23 @@ def cmd_program(args, out: Output) -> int:
     if args.trace is not None:
         result.write_trace(args.trace)
     sol = speed_of_light(result.trace_model())
+    band = None
+    if args.uncertainty:
+        with out.progress("timing the ranges' ends"):
+            band = program_band(loaded, result, fidelity=args.fidelity,
+                                source=loaded.chip.config.source)
     if args.json:
         out.json({"file": args.file, "parameters": loaded.parameters,
                   "buffers": loaded.buffer_table(), "trace": args.trace,
                   "numerics": not args.timing_only, "result": result.to_dict(),
-                  "speed_of_light": to_jsonable(sol.to_dict())})
+                  "speed_of_light": to_jsonable(sol.to_dict()),
+                  "uncertainty": to_jsonable(band.to_dict()) if band else None})
     elif args.csv:
         out.csv(program_csv_rows(result))
     else:
         render_program(result, out, args.file, args.trace, sol)
+        if band is not None:
+            render_band(band, out)
     return 0
 
 
