@@ -149,7 +149,7 @@ def _addresses(chip: dspsim.Chip, cname, case: Case) -> dict[str, int]:
         return place_operands(chip.config, cname, case.length)
     operands = cname.operator.inputs + (cname.operator.output,)
     stride = -(-case.length * cname.dtype.itemsize // 256) * 256
-    base = chip.config.shared_sram.base_address
+    base = chip.config.level("shared_sram").base_address
     return {operand: base + i * stride for i, operand in enumerate(operands)}
 
 

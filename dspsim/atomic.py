@@ -152,11 +152,22 @@ def writer_alive(pid: int) -> bool:
 
 
 def write_atomically(data: bytes, path: str | os.PathLike, what: str = "trace", *,
-                     make_folder: bool = True) -> str:
+                     make_folder: bool = True,
+                     error: type[ArgumentError] = ArgumentError) -> str:
     """Write ``data`` to ``path``: all of it or nothing, never over anything but a regular
     file. ``make_folder`` creates the folder if it is missing (otherwise that is an
-    error, for files that belong with others in it). Returns ``path``."""
-    shown = os.fspath(path)
+    error, for files that belong with others in it). A failure is an ``error`` (an
+    ArgumentError subclass, so that a caller such as a sweep's row store can name its
+    own kind) saying what could not be written where. Returns ``path``."""
+    try:
+        return _write(data, os.fspath(path), what, make_folder)
+    except ArgumentError as exc:
+        if error is ArgumentError or isinstance(exc, error):
+            raise
+        raise error(str(exc)) from None
+
+
+def _write(data: bytes, shown: str, what: str, make_folder: bool) -> str:
     target = check_target(shown, what)
     folder = os.path.dirname(target)
     tmp = None

@@ -96,7 +96,7 @@ def bind_call(cname: kernels.CName, memory: Memory, args: tuple, kwargs: dict, *
 
 def _check_shared(name: str, spans: dict[str, Span]) -> None:
     for operand, span in spans.items():
-        if span.region == "l2":
+        if span.core is not None:  # in a core's private level
             private = name[:-2] + "_p"
             raise AddressError(
                 f"{name}: {operand} at {span.address:#x} is in core {span.core}'s private L2; "
@@ -108,7 +108,7 @@ def _check_private(name: str, spans: dict[str, Span]) -> int:
     shared_version = name[:-2] + "_s"
     owners = set()
     for operand, span in spans.items():
-        if span.region != "l2":
+        if span.core is None:  # in a shared level
             raise AddressError(
                 f"{name}: {operand} at {span.address:#x} is in {span.region}, outside the "
                 f"executing core's L2; private-storage calls take L2 addresses; for operands "

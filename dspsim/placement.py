@@ -25,27 +25,24 @@ def _back_to_back(count: int, nbytes: int, base: int) -> list[int]:
     return [base + i * stride for i in range(count)]
 
 
-#: Where a call's operands may live: the shared regions of ``_s`` calls, a core's L2 for
-#: ``_p`` calls.
-SHARED_REGIONS = ("ddr", "shared_sram")
-PRIVATE_REGION = "l2"
-
 
 def place_operands(config: ChipConfig, cname: CName, length: int,
                    region: str | None = None) -> dict[str, int]:
     """Addresses for each operand (inputs and output) of ``cname`` at ``length``.
 
-    ``region`` is where a shared-storage call's operands live: ``"ddr"`` (the default) or
-    ``"shared_sram"``; a private-storage call's are in L2 (``"l2"`` or None).
+    ``region`` is where a shared-storage call's operands live: the chip's DRAM level (None,
+    the default, or its name, ``"ddr"``) or another of its shared levels
+    (``"shared_sram"``); a private-storage call's are in its private level (``"l2"`` or
+    None).
     """
     op = cname.operator
     nbytes = length * cname.dtype.itemsize
     examples = config.example_addresses
-    _check_region(cname, region)
-    if cname.storage == "shared" and region == "shared_sram":
-        region_config = config.shared_sram
+    _check_region(config, cname, region)
+    if cname.storage == "shared" and region is not None and region != config.ddr.name:
+        region_config = config.level(region)
         bases = _back_to_back(len(op.inputs) + 1, nbytes, region_config.base_address)
-        where = f"shared_sram ({region_config.size_bytes} bytes)"
+        where = f"{region} ({region_config.size_bytes} bytes)"
         if not _fits(bases, nbytes, region_config.base_address, region_config.end_address):
             raise CapacityError(
                 f"{cname.name}: {len(bases)} operands of {length} {cname.dtype.name} elements "
@@ -78,18 +75,20 @@ def place_operands(config: ChipConfig, cname: CName, length: int,
     return dict(zip(op.inputs + (op.output,), bases))
 
 
-def _check_region(cname: CName, region: str | None) -> None:
+def _check_region(config: ChipConfig, cname: CName, region: str | None) -> None:
     if region is None:
         return
-    if cname.storage == "shared" and region not in SHARED_REGIONS:
-        hint = f"; for operands in L2 use {cname.name[:-2]}_p" if region == PRIVATE_REGION else ""
+    shared = [level.name for level in config.levels]
+    private = config.l2.name
+    if cname.storage == "shared" and region not in shared:
+        hint = f"; for operands in L2 use {cname.name[:-2]}_p" if region == private else ""
         raise ArgumentError(f"{cname.name}: operand region {region!r} is not one of "
-                            f"{', '.join(SHARED_REGIONS)}{hint}")
-    if cname.storage == "private" and region != PRIVATE_REGION:
+                            f"{', '.join(shared)}{hint}")
+    if cname.storage == "private" and region != private:
         hint = (f"; for operands in {region} use {cname.name[:-2]}_s"
-                if region in SHARED_REGIONS else "")
+                if region in shared else "")
         raise ArgumentError(f"{cname.name}: a private-storage call's operands are in "
-                            f"{PRIVATE_REGION}, not {region!r}{hint}")
+                            f"{private}, not {region!r}{hint}")
 
 
 def c_arguments(operator, addresses: dict[str, int], length: int,

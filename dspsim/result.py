@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import secrets
@@ -14,6 +13,7 @@ import numpy as np
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import ENGINES, Timing
 from dspsim.atomic import writer_alive
+from dspsim.tables import json_text, to_jsonable
 from dspsim.traces.build import model_from_timing
 from dspsim.traces.formats import TraceModel, chrome_from_model, encode_trace, write_trace
 
@@ -54,25 +54,6 @@ class CoreResult:
     def __repr__(self) -> str:
         return (f"CoreResult(core {self.core}: elements [{self.start:,}, {self.stop:,}), "
                 f"{self.tiles} tiles, finish {self.finish_cycle:,.0f})")
-
-
-def to_jsonable(value: Any) -> Any:
-    """``value`` as JSON data: dataclasses and mappings as objects, tuples as lists, numpy
-    scalars as numbers, non-finite floats as None (JSON has no NaN or infinity)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if f.metadata.get("json", True)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
 
 
 @dataclass
@@ -121,7 +102,9 @@ class RunResult(TimedInCycles):
 
     @property
     def ddr_bytes(self) -> int:
-        return self.bytes_read.get("ddr", 0) + self.bytes_written.get("ddr", 0)
+        """Bytes the call moved to and from the chip's DRAM level."""
+        dram = self.metadata.get("dram_level", "ddr")
+        return self.bytes_read.get(dram, 0) + self.bytes_written.get(dram, 0)
 
     @property
     def achieved_gbps(self) -> float:
@@ -190,7 +173,7 @@ class RunResult(TimedInCycles):
         document = {"result": self.to_dict(), **(extra or {}),
                     "files": dict(SAVED_FILES)}
         contents = {
-            "result": (json.dumps(to_jsonable(document), indent=2) + "\n").encode("utf-8"),
+            "result": json_text(document).encode("utf-8"),
             "trace": encode_trace(self.trace_model(), "protobuf"),
             "chip": chip_yaml.encode("utf-8"),
         }

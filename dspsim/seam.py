@@ -12,6 +12,28 @@ A checked call (:class:`~dspsim.binding.BoundCall`, from ``chip.bind``) becomes
 (:mod:`dspsim.sweep`), calibration and the aclnn facade all use these functions and
 nothing private of the chip. :class:`Launcher` is what they need of a chip object; it is a
 Protocol so that this module and the programs need not import :mod:`dspsim.chip`.
+
+A call's life, one class per stage (each names one thing; later stages hold earlier ones
+rather than copying them):
+
+==============================  ==========================================================
+``kernels.CName``               which operator: name stem, dtype, storage version
+``binding.BoundCall``           its arguments checked against the chip (operands, cores)
+``chip.PreparedCall``           a BoundCall already timed, whose inputs may still be written
+``sim.engine.job.Job``          what the hardware model runs: sizes, places, mix, cores
+``sim.engine.machine.CallRun``  a Job running on a timeline
+``sim.engine.machine.Timing``   what the model measured for it (float cycles, slices)
+``result.RunResult``            what the user reads: cycles rounded up, bound, per core
+==============================  ==========================================================
+
+In a program the same call is also ``programs.EnqueuedCall`` (a BoundCall on a stream),
+``sim.program.graph.CallItem`` (its node in the dependency graph: the bytes it reads
+and writes), ``sim.program.scheduler.PlannedCall`` (its Job tiled),
+``sim.program.scheduler.ScheduledCall`` (when it ran and why it waited, with its Timing)
+and ``programs.CallRecord`` (a ScheduledCall's figures with the call's RunResult).
+Studies wrap calls too: ``sweep.plan.RunSpec`` (a call to make: chip, operator, length,
+mask), ``checked.CheckedRun`` (a RunResult with its numeric check) and
+``calibration.model.CallTimer`` (measured calls timed on candidate chips).
 """
 from __future__ import annotations
 
@@ -117,7 +139,7 @@ def call_metadata(config: ChipConfig, bound: BoundCall, timing: Timing,
         "operands": {o.name: hex(o.span.address) for o in bound.inputs + (bound.output,)},
         "warnings": list(bound.warnings), "fidelity": fidelity,
         "ddr_peak_gbps": config.ddr.peak_bandwidth_gbps,
-        "ddr_achievable_gbps": config.ddr.bandwidth_gbps,
+        "ddr_achievable_gbps": config.ddr.bandwidth_gbps, "dram_level": config.ddr.name,
         "dma_model": timing.dma_model,
         "tiling": timing.tiling.to_dict() if timing.tiling is not None else None,
         RESOURCES: call_resources(config, bound, timing),

@@ -70,7 +70,7 @@ class Storage:
 class Span:
     """A resolved byte range: which region (and which core's L2) and where inside it."""
 
-    region: str  # "ddr", "shared_sram" or "l2"
+    region: str  # the memory level's name (the chip file's key under ``memory``)
     core: int | None  # the core owning an L2 span; None for shared regions
     offset: int
     nbytes: int
@@ -149,7 +149,7 @@ class Memory:
         for base in local_bases:
             if base <= address < base + l2.size_bytes:
                 owner = self._check_core(0 if core is None else core)
-                return self._bounded("l2", owner, address - base, nbytes, address,
+                return self._bounded(l2.name, owner, address - base, nbytes, address,
                                      l2.size_bytes, base + l2.size_bytes, local=True)
         if l2.core_stride_bytes:
             rel = address - l2.base_address
@@ -158,7 +158,7 @@ class Memory:
                 if core is not None and self._check_core(core) != owner:
                     raise AddressError(f"address {address:#x} is in core {owner}'s L2, not in "
                                        f"core {core}'s")
-                return self._bounded("l2", owner, offset, nbytes, address, l2.size_bytes,
+                return self._bounded(l2.name, owner, offset, nbytes, address, l2.size_bytes,
                                      address - offset + l2.size_bytes)
         raise AddressError(f"address {address:#x} is outside every memory region of {cfg.name}; "
                            f"its memory map: {self.describe()}")
@@ -175,7 +175,7 @@ class Memory:
 
     # --------------------------------------------------------------- contents
     def _storage(self, span: Span) -> Storage:
-        if span.region != "l2":
+        if span.core is None:  # a shared level; a private one belongs to a core
             return self._shared[span.region]
         if span.core not in self._l2:
             self._l2[span.core] = Storage(self.config.l2.size_bytes)

@@ -25,7 +25,8 @@ def test_design_values():
     assert ft.l2.core_stride_bytes == 0x01000000 and ft.l2.local_alias_address == 0x00800000
     assert ft.ddr.base_address == 0x80000000 and ft.ddr.size_bytes == 2 << 30
     assert ft.ddr.peak_bandwidth_gbps == 10.67 and ft.ddr.bandwidth_gbps == pytest.approx(8.536)
-    assert ft.shared_sram.base_address == 0x0C000000 and ft.shared_sram.size_bytes == 4 << 20
+    sram = ft.level("shared_sram")
+    assert sram.base_address == 0x0C000000 and sram.size_bytes == 4 << 20
     # EDMA3: 2 transfer controllers of 256 bits at CPU/2, 8 of 128 bits at CPU/3, shared
     assert ft.dma.shared and ft.dma.setup_cycles == 200
     assert sorted(round(e.bandwidth_gbps, 3) for e in ft.dma.engines) == [5.333] * 8 + [16.0] * 2

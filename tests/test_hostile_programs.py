@@ -149,10 +149,10 @@ def test_fitted_chip_on_a_full_disk_is_one_error_and_no_file(tmp_path):
     script = textwrap.dedent(f"""
         import resource
         resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
-        from dspsim.calibration.fitted_yaml import atomic_write_text
+        from dspsim.atomic import write_atomically
         from dspsim.sim.errors import DspSimError
         try:
-            atomic_write_text({str(tmp_path / "fitted.yaml")!r}, "x: 1\\n" * 1000)
+            write_atomically(b"x: 1\\n" * 1000, {str(tmp_path / "fitted.yaml")!r}, "file")
         except DspSimError as exc:
             print("refused:", exc)
     """)
@@ -309,13 +309,13 @@ def test_negative_stream_core_mask_is_refused(mask):
 
 
 def test_temporary_of_a_writer_killed_mid_write_is_removed_by_the_next(tmp_path):
-    from dspsim.calibration.fitted_yaml import atomic_write_text
+    from dspsim.atomic import write_atomically
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, timeout=60)
     left = tmp_path / f".trace-{int(dead.stdout)}-abc.tmp"
     left.write_text("half a fitted chip")  # what SIGKILL mid-write leaves
     (tmp_path / "fitted.yaml").write_text("old: 1\n")
-    atomic_write_text(tmp_path / "fitted.yaml", "new: 2\n")
+    write_atomically(b"new: 2\n", tmp_path / "fitted.yaml", "file")
     assert sorted(os.listdir(tmp_path)) == ["fitted.yaml"]
     assert (tmp_path / "fitted.yaml").read_text() == "new: 2\n"
 

@@ -54,8 +54,8 @@ def chip_descriptions(draw):
     memory["l2"]["reserve_kib"] = draw(st.integers(min_value=0, max_value=size // 2))
     memory["l2"]["load_store_bytes_per_cycle"] = draw(st.sampled_from([2, 4, 16, 64, 256]))
     dma = raw["dma"]
-    for key in ("engines_per_core", "engine_bandwidth_gbps", "controllers"):
-        dma.pop(key, None)
+    for key in ("model", "engines_per_core", "engine_bandwidth_gbps", "controllers"):
+        dma.pop(key, None)  # the model follows from the engines drawn below
     if draw(st.booleans()):  # engines of each core's own
         dma["engines_per_core"] = draw(st.integers(min_value=1, max_value=5))
         dma["engine_bandwidth_gbps"] = draw(positive)
@@ -83,7 +83,7 @@ def valid_calls(draw, max_length=60_000):
     itemsize = cname.dtype.itemsize
     core = None
     if cname.storage == "shared":
-        region = draw(st.sampled_from([config.ddr, config.shared_sram]))
+        region = draw(st.sampled_from(list(config.levels)))
         length = draw(st.integers(min_value=0, max_value=max_length))
         stride = -(-length * itemsize // 64) * 64 + draw(st.sampled_from([0, 64, 4096]))
         assume(stride * len(operands) <= region.size_bytes)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.result import RunResult, to_jsonable
+from dspsim.result import RunResult
+from dspsim.tables import to_jsonable
 from dspsim.traces.formats import load_trace, validate_trace
 
 

@@ -134,16 +134,7 @@ def _check(source: str, original: str, edited: str, values: Mapping[str, str]) -
     config_from_dict(got, source)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str, what: str = "file") -> str:
-    """Write ``text`` to ``path`` all or nothing (see
-    :func:`dspsim.atomic.write_atomically`: a temporary file beside it, fsynced and
-    renamed; never over anything but a regular file; temporaries of killed writers
-    removed); problems are an ArgumentError naming the path."""
-    path = os.fspath(path)
-    write_atomically(text.encode("utf-8"), path, what)
-    return path
-
-
 def write_fitted_chip(calibration: Calibration, path: str | os.PathLike) -> str:
     """Write the fitted chip file to ``path`` (see the module); returns the path."""
-    return atomic_write_text(path, fitted_chip_text(calibration), "fitted chip file")
+    return write_atomically(fitted_chip_text(calibration).encode("utf-8"), path,
+                            "fitted chip file")

@@ -31,7 +31,6 @@ import re
 from dataclasses import dataclass, field
 
 from dspsim import kernels
-from dspsim.placement import PRIVATE_REGION, SHARED_REGIONS
 from dspsim.sim.chip.textfile import read_small_text
 from dspsim.sim.errors import ArgumentError
 
@@ -50,6 +49,10 @@ ALIASES = {"op": "operator", "name": "operator", "mask": "core_mask",
            "elements": "length", "parameters": "params"}
 #: Parameter names of every operator of the library: each may be a column of its own.
 PARAMETER_NAMES = tuple(sorted({p.name for op in kernels.OPERATORS.values() for p in op.params}))
+#: The region names a measurement file may use (those of the packaged chips' levels):
+#: where a shared-storage call's operands were, and the private level of ``_p`` calls.
+SHARED_REGIONS = ("ddr", "shared_sram")
+PRIVATE_REGION = "l2"
 
 
 def parameter_names(found: kernels.KernelSet) -> tuple[str, ...]:

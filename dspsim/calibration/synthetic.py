@@ -7,19 +7,18 @@ writes rows as a measurement CSV that ``dspsim calibrate`` reads.
 """
 from __future__ import annotations
 
-import csv
-import io
 import os
 from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from dspsim.calibration.fitted_yaml import atomic_write_text
+from dspsim.atomic import write_atomically
 from dspsim.calibration.measurements import PARAMETER_NAMES, Measurement
 from dspsim.calibration.model import CallTimer, reported_cycles
 from dspsim.sim.chip.load import config_from_dict, parse_chip_yaml, read_chip_text, resolve_chip_path
 from dspsim.sim.chip.overrides import apply_overrides
+from dspsim.tables import csv_text
 
 COLUMNS = ("operator", "length", "core_mask", "region", "cycles")
 
@@ -53,20 +52,18 @@ def measurements_csv(rows: Iterable[Measurement], header: str = "") -> str:
     """Rows as measurement CSV text; ``header`` lines go first as ``#`` comments."""
     rows = list(rows)
     params = [p for p in PARAMETER_NAMES if any(dict(r.params).get(p) is not None for r in rows)]
-    out = io.StringIO()
-    for line in header.splitlines():
-        out.write(f"# {line}\n" if line.strip() else "#\n")
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS + tuple(params))
+    table = []
     for r in rows:
-        mask = "" if r.core_mask is None else f"{r.core_mask:#x}"
-        cycles = int(r.cycles) if float(r.cycles).is_integer() else r.cycles
-        writer.writerow([r.operator, r.length, mask, r.region, cycles]
-                        + [dict(r.params).get(p, "") for p in params])
-    return out.getvalue()
+        cells = dict(zip(COLUMNS, (r.operator, r.length,
+                                   None if r.core_mask is None else f"{r.core_mask:#x}",
+                                   r.region,
+                                   int(r.cycles) if float(r.cycles).is_integer() else r.cycles)))
+        table.append({**cells, **{p: dict(r.params).get(p) for p in params}})
+    return csv_text(table, COLUMNS + tuple(params), comments=header)
 
 
 def write_measurements(path: str | os.PathLike, rows: Iterable[Measurement],
                        header: str = "") -> str:
     """Write rows as a measurement CSV (atomically); returns the path."""
-    return atomic_write_text(path, measurements_csv(rows, header))
+    return write_atomically(measurements_csv(rows, header).encode("utf-8"), path,
+                            "measurements file")

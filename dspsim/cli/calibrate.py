@@ -9,7 +9,7 @@ from dspsim.calibration import Calibration, calibrate, parse_bounds
 from dspsim.calibration.fitted_yaml import write_fitted_chip
 from dspsim.calibration.plot import plot_calibration
 from dspsim.cli.args import add_kernels_option, name_list, parse_int
-from dspsim.cli.output import Output, number_column, text_column
+from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.sim.errors import ArgumentError
 
 DEFAULT_PLOT = "calibration.png"
@@ -41,7 +41,7 @@ def add_calibrate(sub) -> None:
     p.add_argument("--max-evaluations", type=parse_int, default=None, metavar="N",
                    help="evaluations of all rows the solver may spend, besides the checks between "
                    "its rounds (default 20 + 12 per key)")
-    p.add_argument("--json", action="store_true", help="print the calibration as JSON")
+    add_json_option(p, "the calibration")
     add_kernels_option(p)
     p.set_defaults(output_handler=cmd_calibrate)
 

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from dspsim import kernels
 from dspsim.cli.args import add_kernels_option
-from dspsim.cli.output import Output, number_column, text_column
+from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.sim.chip.load import ChipConfig, load_config, packaged_chips
 from dspsim.sim.errors import DspSimError
 from dspsim.sim.engine.vector import vector_cost
@@ -16,7 +16,7 @@ from dspsim.sim.engine.vector import vector_cost
 # --------------------------------------------------------------------------- chips
 def add_chips(sub) -> None:
     p = sub.add_parser("chips", help="list the packaged chips")
-    p.add_argument("--json", action="store_true", help="print the chips as JSON")
+    add_json_option(p, "the chips")
     p.set_defaults(output_handler=cmd_chips)
 
 
@@ -30,11 +30,16 @@ def chip_figures(cfg: ChipConfig, path: str) -> dict:
         "lanes": {d: cfg.lanes(d) for d in cfg.dtypes},
         "vector_units": dict(cfg.vector.units),
         "l2_bytes_per_core": cfg.l2.size_bytes, "l2_base_address": hex(cfg.l2.base_address),
-        "shared_sram_bytes": cfg.shared_sram.size_bytes,
+        **{f"{level.name}_bytes": level.size_bytes for level in cfg.levels
+           if level.kind != "dram"},
+        "memory_levels": [{"name": level.name, "kind": level.kind, "label": level.label,
+                           "base_address": hex(level.base_address), "bytes": level.size_bytes,
+                           "gbps": level.bandwidth_gbps} for level in cfg.levels],
         "ddr_bytes": cfg.ddr.size_bytes, "ddr_base_address": hex(cfg.ddr.base_address),
         "ddr_peak_gbps": cfg.ddr.peak_bandwidth_gbps,
         "ddr_achievable_gbps": cfg.ddr.bandwidth_gbps,
         "dma": dma.describe(), "dma_shared_pool": dma.shared,
+        "dma_model": dma.model,
         "dma_engines": [{"name": e.name, "bandwidth_gbps": e.bandwidth_gbps,
                          "regions": sorted(e.regions)} for e in dma.engines],
         "dma_setup_cycles": dma.setup_cycles, "dma_burst_bytes": dma.burst_bytes,
@@ -67,7 +72,7 @@ def add_ops(sub) -> None:
     p = sub.add_parser("ops", help="list the operators with parameters, dtypes and cost")
     p.add_argument("--chip", action="append", default=None,
                    help="chips to cost on (default: every packaged chip)")
-    p.add_argument("--json", action="store_true", help="print the operators as JSON")
+    add_json_option(p, "the operators")
     add_kernels_option(p)
     p.set_defaults(output_handler=cmd_ops)
 

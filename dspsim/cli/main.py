@@ -22,12 +22,13 @@ import dspsim
 from dspsim.checked import run_checked
 from dspsim.chip import Chip
 from dspsim.cli.args import add_kernels_option, param_dict, parse_int, parse_length, parse_param, parse_seed
-from dspsim.cli.output import Output
+from dspsim.cli.output import Output, add_json_option
 from dspsim.cli.report import render, render_band, run_csv_row
 from dspsim.placement import c_arguments
 from dspsim.uncertainty import call_band
 from dspsim.cli.listings import add_chips, add_ops
-from dspsim.result import check_folder, to_jsonable
+from dspsim.result import check_folder
+from dspsim.tables import to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.traces.formats import check_target
@@ -91,9 +92,8 @@ def add_run(sub) -> None:
     p.add_argument("--save", default=None, metavar="DIR",
                    help="keep the run in DIR: result.json, trace.pftrace and chip.yaml (the exact "
                    "chip description used), to reproduce or compare it later")
-    p.add_argument("--json", action="store_true",
-                   help="print the result as JSON (RunResult.to_dict(), the numeric check and "
-                   "the speed of light)")
+    add_json_option(p, "the result", "RunResult.to_dict(), the numeric check and the speed "
+                    "of light")
     p.add_argument("--csv", action="store_true",
                    help="print one CSV row: the headline figures, each resource's busy share "
                    "and share of its peak, the bound and the advice")

@@ -8,7 +8,8 @@ A command makes one :class:`Output` and prints through it:
   width: text columns wrap between words, number columns never wrap, and when even that
   is too wide the table is split into parts that repeat the ``key`` columns. Piped or
   redirected, it prints plain aligned columns, as wide as they need to be.
-* ``out.json(data)`` prints JSON, never wrapped.
+* ``out.json(data)`` prints JSON, never wrapped (:func:`dspsim.tables.json_text`); a
+  command offers it with :func:`add_json_option`.
 * ``out.progress(...)`` shows a progress bar on stderr (only when stderr is a terminal).
 
 Cells are ``str`` (printed literally) or ``rich.text.Text`` (styled); a ``\\n`` in a cell
@@ -17,9 +18,6 @@ starts a new line within it.
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
-import json
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -30,6 +28,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
+
+from dspsim.tables import csv_text, json_text
 
 Cell = Union[str, Text]
 
@@ -53,6 +53,13 @@ def text_column(header: str, key: bool = False) -> Column:
 def number_column(header: str, key: bool = False) -> Column:
     """A right-aligned column whose cells are never wrapped."""
     return Column(header, justify="right", wrap=False, key=key)
+
+
+def add_json_option(parser, what: str, detail: str = "") -> None:
+    """The ``--json`` flag every command offers: print ``what`` as JSON instead of tables
+    (through :meth:`Output.json`)."""
+    extra = f" ({detail})" if detail else ""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON{extra}")
 
 
 def _plain(cell: Cell) -> str:
@@ -101,17 +108,12 @@ class Output:
 
     def json(self, data) -> None:
         """``data`` as indented JSON on stdout (NaN and infinity are not JSON: None)."""
-        self.console.file.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+        self.console.file.write(json_text(data))
         self.console.file.flush()
 
     def csv(self, rows: Sequence[dict]) -> None:
         """``rows`` (dicts with the same keys, in order) as CSV on stdout, a header first."""
-        buffer = io.StringIO()
-        if rows:
-            writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
-        self.console.file.write(buffer.getvalue())
+        self.console.file.write(csv_text(rows))
         self.console.file.flush()
 
     @contextlib.contextmanager

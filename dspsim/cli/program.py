@@ -6,7 +6,7 @@ import os
 from rich.text import Text
 
 from dspsim.cli.args import add_kernels_option
-from dspsim.cli.output import Output, number_column, text_column
+from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.cli.report import render_band, render_speed_of_light
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
@@ -63,7 +63,7 @@ def add_program(sub) -> None:
     p.add_argument("--trace", default=None, metavar="PATH",
                    help="write the program's trace: Perfetto protobuf, or Chrome JSON for a "
                    "name ending in .json (open it in ui.perfetto.dev)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_option(p, "the result")
     p.add_argument("--csv", action="store_true",
                    help="print one CSV row per call: stream, operator, cores, start, end, "
                    "cycles, what it waited for, its bound, and read and write bytes and "

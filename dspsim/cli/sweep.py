@@ -14,7 +14,7 @@ from rich.text import Text
 
 from dspsim.cli.args import (add_kernels_option, int_list, name_list, param_dict, parse_param,
                              parse_seed)
-from dspsim.cli.output import Output, number_column, text_column
+from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.cli.program import cmd_program_sweep
 from dspsim.plots import slug
 from dspsim.programs.sweep import add_program_options
@@ -26,8 +26,9 @@ from dspsim.sweep import SweepSpec, elasticities, rows_for_plots, run_sweep, wha
 from dspsim.sweep.executors import make_executor
 from dspsim.sweep.plan import Plan, plan
 from dspsim.sweep.scaling_plot import forget_stale_plots, write_sweep_plots
-from dspsim.sweep.store import CSV, JSON, JSONL, RowStore, atomic_write
+from dspsim.sweep.store import CSV, JSON, JSONL, RowStore
 from dspsim.sweep.whatif_plot import write_whatif_plots
+from dspsim.tables import write_table
 
 DEFAULT_SWEEP_DIR = "sweeps"
 SENSITIVITY_CSV = "sensitivity.csv"
@@ -103,8 +104,7 @@ def _add_outputs(p) -> None:
     p.add_argument("--out", default=None, metavar="DIR",
                    help=f"sweep folder (default {DEFAULT_SWEEP_DIR}/<ops>-<chips>)")
     p.add_argument("--no-plots", action="store_true", help="write rows only")
-    p.add_argument("--json", action="store_true",
-                   help="print the rows, notes, sensitivities and files as JSON")
+    add_json_option(p, "the rows, notes, sensitivities and files")
 
 
 def chip_sets(texts: list[str]) -> dict[str, list[float]]:
@@ -284,15 +284,6 @@ def render_sensitivity(found, out: Output, order: list[str] | None = None) -> No
 
 def _write_sensitivity(found, folder: str) -> list[str]:
     """sensitivity.csv: one line per chip, operator, dtype, length and key."""
-    import csv  # noqa: PLC0415 - only what-if sweeps write it
-    import io  # noqa: PLC0415
-
-    buffer = io.StringIO()
-    fields = list(found[0].to_dict())
-    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for e in found:
-        writer.writerow({k: "" if v is None else v for k, v in e.to_dict().items()})
     path = os.path.join(folder, SENSITIVITY_CSV)
-    atomic_write(path, buffer.getvalue().encode("utf-8"))
-    return [path]
+    return [write_table(path, [e.to_dict() for e in found], what=SENSITIVITY_CSV,
+                        make_folder=False)]

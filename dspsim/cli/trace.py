@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from dspsim.cli.output import Output, number_column, text_column
+from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.cli.report import render_speed_of_light
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.compare import TraceComparison, compare
@@ -31,7 +31,7 @@ def add_trace(sub) -> None:
     s.add_argument("--buckets", default="20", metavar="N",
                    help=f"slices of the call in the DDR timeline, 1 to {MAX_BUCKETS:,} "
                    f"(default 20)")
-    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json_option(s, "the summary")
     s.set_defaults(output_handler=cmd_summary)
 
     pl = tsub.add_parser("plot", help="Gantt chart of cores × engines over the DDR bandwidth")
@@ -41,14 +41,14 @@ def add_trace(sub) -> None:
     pl.add_argument("--collapse", action="store_true",
                     help="draw cores that do the same work at the same cycles (within 0.5%% "
                     "of the call) once, as 'cores 0-7'")
-    pl.add_argument("--json", action="store_true", help="print what was written as JSON")
+    add_json_option(pl, "what was written")
     pl.set_defaults(output_handler=cmd_plot)
 
     c = tsub.add_parser("compare", help="what changed between two runs: total, per core, "
                         "per engine")
     c.add_argument("a", help="first trace (the reference)")
     c.add_argument("b", help="second trace")
-    c.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_json_option(c, "the comparison")
     c.set_defaults(output_handler=cmd_compare)
 
 

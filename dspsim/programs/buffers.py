@@ -23,8 +23,6 @@ from dspsim.sim.memory import Memory, Span
 
 #: automatic placement aligns every buffer to this many bytes (any dtype, any burst)
 ALIGN = 64
-#: regions a buffer may be placed in automatically
-AUTO_REGIONS = ("ddr", "shared_sram")
 #: elements per block when drawing random contents
 BLOCK_ELEMENTS = 1 << 18
 

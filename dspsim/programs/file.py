@@ -32,7 +32,7 @@ from typing import Any
 from dspsim import kernels
 from dspsim.chip import Chip
 from dspsim.numbers import read_int
-from dspsim.programs.buffers import (AUTO_REGIONS, Buffer, Init, describe, fill, init_fits,
+from dspsim.programs.buffers import (Buffer, Init, describe, fill, init_fits,
                                      load_npy, parse_init, place)
 from dspsim.programs.calls import enqueue_items
 from dspsim.programs.program import Initial, Program
@@ -288,8 +288,9 @@ class _Loader:
         address = None
         if spec.get("address") is not None:
             address = self.integer(spec["address"], f"{at}.address")
-        region = spec.get("region", "ddr")
-        regions = [r.name for r in chip.config.shared_regions if r.name in AUTO_REGIONS]
+        region = spec.get("region", chip.config.ddr.name)
+        # a buffer is placed automatically in any level every core reaches
+        regions = [r.name for r in chip.config.shared_regions]
         if region not in regions:
             self.problem(f"{at}.region", f"{region!r} is not a region buffers are placed in; "
                          f"use one of {', '.join(regions)}, or give an address")

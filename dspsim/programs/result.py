@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from dspsim.binding import BoundCall
-from dspsim.result import RunResult, TimedInCycles, to_jsonable
+from dspsim.result import RunResult, TimedInCycles
 from dspsim.seam import call_result
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.machine import ENGINES
 from dspsim.sim.program.graph import CallItem, Dependencies, RecordItem, WaitItem
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
+from dspsim.tables import to_jsonable
 from dspsim.traces.build import model_from_program
 from dspsim.traces.usage import CALL_KEY, RESOURCES
 from dspsim.traces.formats import TraceModel, chrome_from_model, write_trace
@@ -158,7 +159,7 @@ def build_result(config: ChipConfig, streams: dict[str, list[CallItem | RecordIt
         chip=config.name, fidelity=timing.fidelity, clock_mhz=config.clock_mhz, cycles=cycles,
         streams=list(streams), calls=records,
         per_core=_per_core(records, timing.cycles),
-        ddr=_ddr(records, timing, ddr_capacity, config.clock_mhz),
+        ddr=_ddr(records, timing, ddr_capacity, config.clock_mhz, config.ddr.name),
         bounds=bounds, bound=max(bounds, key=bounds.get) if bounds else "none",
         critical_path=_critical_path(records), events=_events(streams, timing),
         scheduled_events=timing.scheduled_events,
@@ -220,10 +221,11 @@ def _per_core(records: list[CallRecord], total: float) -> dict[int, dict[str, An
 
 
 def _ddr(records: list[CallRecord], timing: ProgramTiming, capacity: float,
-         clock_mhz: float) -> dict[str, Any]:
-    """DDR bytes, average utilisation, and utilisation over time in equal windows."""
-    read = sum(r.result.bytes_read.get("ddr", 0) for r in records)
-    written = sum(r.result.bytes_written.get("ddr", 0) for r in records)
+         clock_mhz: float, dram: str) -> dict[str, Any]:
+    """DDR (the ``dram`` level's) bytes, average utilisation, and utilisation over time in
+    equal windows."""
+    read = sum(r.result.bytes_read.get(dram, 0) for r in records)
+    written = sum(r.result.bytes_written.get(dram, 0) for r in records)
     total = timing.cycles
     gbps = clock_mhz * 1e-3  # bytes/cycle -> GB/s
     windows = []
@@ -260,10 +262,9 @@ def _bounds(config, records: list[CallRecord], graph: Dependencies,
     for region in config.shared_regions:
         moved = sum(r.result.bytes_read.get(region.name, 0)
                     + r.result.bytes_written.get(region.name, 0) for r in records)
-        if not moved and region.name != "ddr":
+        if not moved and region.kind != "dram":
             continue
-        label = "DDR" if region.name == "ddr" else "shared SRAM"
-        bounds[label] = moved / config.bytes_per_cycle(region.bandwidth_gbps)
+        bounds[region.label] = moved / config.bytes_per_cycle(region.bandwidth_gbps)
     per_core: dict[int, float] = {}
     for record in records:
         for core in record.cores:

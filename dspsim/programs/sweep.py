@@ -8,17 +8,15 @@ of the others. Every run loads the file afresh onto a fresh chip.
 """
 from __future__ import annotations
 
-import csv
 import io
 import itertools
-import json
 import os
 from typing import Any, Callable
 
 from dspsim.plots import pyplot, slug
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
-from dspsim.result import to_jsonable
+from dspsim.tables import write_table
 from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.atomic import write_atomically
 
@@ -112,22 +110,11 @@ def check_out_folder(folder: str) -> None:
                                 f"regular file; give another folder")
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    write_atomically(data, path, "sweep's " + os.path.basename(path))
-
-
 def write_rows(rows: list[dict[str, Any]], folder: str) -> list[str]:
     """``rows.csv`` and ``rows.json`` in ``folder``, each written atomically."""
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=columns)
-    writer.writeheader()
-    writer.writerows(rows)
     paths = [os.path.join(folder, ROWS_CSV), os.path.join(folder, ROWS_JSON)]
-    _write_atomically(paths[0], text.getvalue().encode("utf-8"))
-    _write_atomically(paths[1], (json.dumps(to_jsonable(rows), indent=2) + "\n").encode())
+    for path in paths:
+        write_table(path, rows, what="sweep's " + os.path.basename(path))
     return paths
 
 
@@ -162,7 +149,7 @@ def write_plots(rows: list[dict[str, Any]], axes: dict[str, list], folder: str,
         fig.savefig(image, format="png", dpi=110, bbox_inches="tight")
         plt.close(fig)
         paths.append(os.path.join(folder, name))
-        _write_atomically(paths[-1], image.getvalue())
+        write_atomically(image.getvalue(), paths[-1], "sweep's " + os.path.basename(paths[-1]))
     return paths
 
 

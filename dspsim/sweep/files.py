@@ -1,24 +1,21 @@
 """Reading and writing the files of a sweep folder, safely.
 
 Rows are appended as whole lines (:func:`append_durably`), views are replaced atomically
-(:func:`atomic_write`), and a row log is read back with each line checked
-(:func:`read_rows`). Every failure of the file system is a :class:`StoreError` naming the
+(:func:`dspsim.atomic.write_atomically`, failures as :class:`StoreError`), and a row log
+is read back with each line checked (:func:`read_rows`). Every failure of the file system is a :class:`StoreError` naming the
 file, never a traceback.
 """
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 import math
 import os
 import signal
 import threading
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.atomic import write_atomically
 
 #: Columns of rows.csv (rows.jsonl and rows.json hold the same keys), in display order.
 COLUMNS = (
@@ -50,19 +47,6 @@ def os_problem(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
-
-    The one safe writer of :mod:`dspsim.atomic`: only a regular file (or nothing)
-    is replaced, a failure leaves the old file and no temporary file, and it is a
-    :class:`StoreError` naming the path.
-    """
-    try:
-        write_atomically(data, path, what=os.path.basename(path), make_folder=False)
-    except ArgumentError as exc:
-        raise StoreError(str(exc)) from None
-
-
 def json_safe(value: Any) -> Any:
     """NaN and infinities are not JSON: store them as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -74,17 +58,6 @@ def row_line(row: dict[str, Any]) -> bytes:
     """One row as a JSON Lines record."""
     clean = {k: json_safe(v) for k, v in row.items()}
     return (json.dumps(clean, sort_keys=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def csv_text(rows: Iterable[dict[str, Any]], header: bool) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore",
-                            lineterminator="\n")
-    if header:
-        writer.writeheader()
-    for row in rows:
-        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in COLUMNS})
-    return buffer.getvalue()
 
 
 def append_whole(path: str, data: bytes, sync: bool) -> int:

@@ -24,12 +24,14 @@ import time
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sweep.files import (COLUMNS, REQUIRED, StoreError, append_whole, atomic_write,
-                                csv_text, fsync_file, interrupts_deferred, json_safe, os_problem,
-                                read_rows, row_line, truncate_quietly)
+from dspsim.atomic import write_atomically
+from dspsim.tables import csv_text
+from dspsim.sweep.files import (COLUMNS, REQUIRED, StoreError, append_whole, fsync_file,
+                                interrupts_deferred, json_safe, os_problem, read_rows,
+                                row_line, truncate_quietly)
 
 __all__ = ["COLUMNS", "CSV", "JSON", "JSONL", "REQUIRED", "RowStore", "StoreError",
-           "atomic_write", "read_rows"]
+           "read_rows"]
 
 JSONL, CSV, JSON, LOCK = "rows.jsonl", "rows.csv", "rows.json", ".lock"
 #: Seconds between rewrites of rows.json while a sweep runs (at least; a large rows.json
@@ -142,7 +144,7 @@ class RowStore:
         A StoreError (disk full, file-size limit, folder gone) leaves both files as they
         were before the row.
         """
-        line, text = row_line(row), csv_text([row], header=False).encode("utf-8")
+        line, text = row_line(row), csv_text([row], COLUMNS, header=False).encode("utf-8")
         sync = time.monotonic() - self._last_sync >= SYNC_INTERVAL_S
         with interrupts_deferred():
             try:
@@ -180,10 +182,15 @@ class RowStore:
         document = {"columns": list(COLUMNS),
                     "rows": [{k: json_safe(v) for k, v in r.items()} for r in self.rows.values()],
                     "notes": self.notes}
-        atomic_write(self.path(JSON), json.dumps(document, indent=1).encode("utf-8"))
+        self._replace(JSON, json.dumps(document, indent=1).encode("utf-8"))
         self._last_json_write = time.monotonic()
         self._json_seconds = self._last_json_write - started
 
     def _rewrite_views(self) -> None:
-        atomic_write(self.path(CSV), csv_text(self.rows.values(), header=True).encode("utf-8"))
+        self._replace(CSV, csv_text(self.rows.values(), COLUMNS).encode("utf-8"))
         self.write_json()
+
+    def _replace(self, name: str, data: bytes) -> None:
+        """Replace the folder's file ``name`` atomically; a failure is a StoreError."""
+        write_atomically(data, self.path(name), what=name, make_folder=False,
+                         error=StoreError)

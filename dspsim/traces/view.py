@@ -180,7 +180,8 @@ def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     terms = {name: float(cycles) for name, cycles in meta["roofline_terms"].items()}
     bound = meta["bound"] or "none (length 0)"
     ddr_bytes = sum(s.args.get("bytes", 0) for s in trace.slices
-                    if s.args.get("region") == "ddr" and s.core is not None)
+                    if s.args.get("region") == meta.get("dram_level", "ddr")
+                    and s.core is not None)
     check_buckets(buckets)
     buckets = int(buckets)
     edges = [total * i / buckets for i in range(buckets + 1)]

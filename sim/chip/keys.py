@@ -1,6 +1,7 @@
 """The keys a chip file may hold, and what each must be (see :mod:`dspsim.sim.chip.schema`)."""
 from __future__ import annotations
 
+from dspsim.sim.chip.model import LEVEL_KINDS
 from dspsim.sim.chip.schema import Field
 
 ADDRESS_LIMIT = 1 << 32
@@ -42,6 +43,32 @@ _CONTROLLER = {
     "reaches": Field("list", optional=True, item=Field("str")),
 }
 
+#: One memory level. Which keys a level takes depends on its kind (LEVEL_KEYS); a level
+#: without ``kind`` is ``private`` if it has load_store_bytes_per_cycle, ``dram`` if it
+#: has a peak bandwidth or an efficiency, ``sram`` otherwise. Its size is in MiB or in KiB.
+_LEVEL = {
+    "kind": Field("str", optional=True, check=lambda v: None if v in LEVEL_KINDS else
+                   f"must be one of {', '.join(LEVEL_KINDS)}, got {v!r}"),
+    "label": Field("str", optional=True),
+    "base_address": Field("int", check=_address),
+    "size_mib": Field("int", optional=True, positive=True),
+    "size_kib": Field("int", optional=True, positive=True),
+    "peak_bandwidth_gbps": Field("number", optional=True, positive=True),
+    "efficiency": Field("number", optional=True, check=_unit_fraction),
+    "bandwidth_gbps": Field("number", optional=True, positive=True),
+    "core_stride_bytes": Field("int", optional=True, non_negative=True),
+    "local_alias_address": Field("int", optional=True, check=_address),
+    "load_store_bytes_per_cycle": Field("number", optional=True, positive=True),
+    "reserve_kib": Field("int", optional=True, non_negative=True),
+}
+#: The keys each kind of level requires, then those it may have.
+LEVEL_KEYS = {
+    "dram": (("peak_bandwidth_gbps", "efficiency"), ()),
+    "sram": (("bandwidth_gbps",), ()),
+    "private": (("load_store_bytes_per_cycle", "reserve_kib"),
+                ("core_stride_bytes", "local_alias_address")),
+}
+
 CHIP_SCHEMA: dict[str, Field] = {
     "name": Field("str"),
     "description": Field("str", optional=True),
@@ -56,28 +83,14 @@ CHIP_SCHEMA: dict[str, Field] = {
         "units": Field("mapping", item=Field("int", positive=True)),
         "instructions": Field("mapping", item=Field("section", schema=_INSTRUCTION)),
     }),
-    "memory": Field("section", schema={
-        "ddr": Field("section", schema={
-            "base_address": Field("int", check=_address),
-            "size_mib": Field("int", positive=True),
-            "peak_bandwidth_gbps": Field("number", positive=True),
-            "efficiency": Field("number", check=_unit_fraction),
-        }),
-        "shared_sram": Field("section", schema={
-            "base_address": Field("int", check=_address),
-            "size_kib": Field("int", positive=True),
-            "bandwidth_gbps": Field("number", positive=True),
-        }),
-        "l2": Field("section", schema={
-            "base_address": Field("int", check=_address),
-            "core_stride_bytes": Field("int", optional=True, non_negative=True),
-            "local_alias_address": Field("int", optional=True, check=_address),
-            "size_kib": Field("int", positive=True),
-            "load_store_bytes_per_cycle": Field("number", positive=True),
-            "reserve_kib": Field("int", non_negative=True),
-        }),
-    }),
+    # the memory levels by name (ddr, shared_sram, l2, msmc...); each level's kind says
+    # which of these keys it takes (LEVEL_KEYS), checked in sim/chip/levels.py
+    "memory": Field("mapping", item=Field("section", schema=_LEVEL)),
     "dma": Field("section", schema={
+        # which cores share a pool of engines (sim/engine/dma.py: DMA_MODELS); by default
+        # per_core_engines with engines_per_core, shared_pool with controllers
+        "model": Field("str", optional=True),
+        "cores_per_pool": Field("int", optional=True, positive=True),
         # either engines private to each core ...
         "engines_per_core": Field("int", optional=True, positive=True),
         "engine_bandwidth_gbps": Field("number", optional=True, positive=True),

@@ -9,6 +9,7 @@ in :mod:`dspsim.sim.chip.model`.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from importlib import resources
 from types import MappingProxyType
@@ -17,8 +18,10 @@ from typing import Any, Mapping
 from dspsim.sim.chip.model import (DTYPE_BITS, ChipConfig, DmaConfig,  # noqa: F401
                                    EngineSpec, ExampleAddresses, Instruction, L2Config,
                                    RegionConfig, TilingConfig, VectorConfig)
+from dspsim.sim.chip.levels import build_levels
 from dspsim.sim.chip.keys import (ADDRESS_LIMIT, CHIP_SCHEMA, MAX_CORES,  # noqa: F401
                                     TILING_POLICIES)
+from dspsim.sim.engine.dma import dma_model
 from dspsim.sim.errors import ConfigError
 from dspsim.sim.chip.schema import Field, validate
 from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
@@ -101,47 +104,12 @@ def _build(raw: dict, source: str) -> ChipConfig:
                 f"{source}: vector.lane_width_bits: {vec['lane_width_bits']} is not a multiple of "
                 f"{dtype}'s {DTYPE_BITS[dtype]} bits")
 
-    mem = raw["memory"]
-    ddr = RegionConfig("ddr", mem["ddr"]["base_address"], mem["ddr"]["size_mib"] << 20,
-                       mem["ddr"]["peak_bandwidth_gbps"] * mem["ddr"]["efficiency"],
-                       mem["ddr"]["peak_bandwidth_gbps"])
-    sram = RegionConfig("shared_sram", mem["shared_sram"]["base_address"],
-                        mem["shared_sram"]["size_kib"] << 10, mem["shared_sram"]["bandwidth_gbps"],
-                        mem["shared_sram"]["bandwidth_gbps"])
-    l2raw = mem["l2"]
-    l2 = L2Config(l2raw["base_address"], l2raw["core_stride_bytes"] or 0,
-                  l2raw["local_alias_address"], l2raw["size_kib"] << 10,
-                  float(l2raw["load_store_bytes_per_cycle"]), l2raw["reserve_kib"] << 10)
-    if l2.reserve_bytes >= l2.size_bytes:
-        raise ConfigError(f"{source}: memory.l2.reserve_kib: {l2raw['reserve_kib']} leaves no room "
-                          f"for buffers in a {l2raw['size_kib']} KiB L2")
-    if l2.core_stride_bytes and l2.core_stride_bytes < l2.size_bytes:
-        raise ConfigError(f"{source}: memory.l2.core_stride_bytes: {l2.core_stride_bytes:#x} is "
-                          f"smaller than the L2 size {l2.size_bytes:#x}: the cores' L2 would overlap")
-
-    # every address window, to check for overlaps and the 32-bit limit
-    windows = [("memory.ddr", ddr.base_address, ddr.size_bytes),
-               ("memory.shared_sram", sram.base_address, sram.size_bytes)]
-    l2_copies = raw["cores"] if l2.core_stride_bytes else 1
-    for core in range(l2_copies):
-        windows.append((f"memory.l2 (core {core})",
-                        l2.base_address + core * l2.core_stride_bytes, l2.size_bytes))
-    if l2.local_alias_address is not None:
-        windows.append(("memory.l2.local_alias_address", l2.local_alias_address, l2.size_bytes))
-    for label, base, size in windows:
-        if base + size > ADDRESS_LIMIT:
-            raise ConfigError(f"{source}: {label}: ends at {base + size:#x}, past the 32-bit "
-                              f"address space; lower its base address or its size")
-    ordered = sorted(windows, key=lambda w: w[1])
-    for (la, ba, sa), (lb, bb, _) in zip(ordered, ordered[1:]):
-        if ba + sa > bb:
-            raise ConfigError(f"{source}: {la} [{ba:#x}, {ba + sa:#x}) overlaps {lb} starting at "
-                              f"{bb:#x}; move one of them")
+    levels, l2 = build_levels(raw["memory"], raw["cores"], source)
 
     ex = raw["example_addresses"]
     examples = None if ex is None else ExampleAddresses(
         tuple(ex["shared_inputs"]), ex["shared_output"], tuple(ex["private"]))
-    dma = _build_dma(raw, source)
+    dma = _build_dma(raw, source, tuple(level.name for level in levels))
     return ChipConfig(
         name=raw["name"], description=raw["description"] or "", source=source,
         clock_mhz=float(raw["clock_mhz"]), cores=raw["cores"], dtypes=tuple(raw["dtypes"]),
@@ -149,7 +117,7 @@ def _build(raw: dict, source: str) -> ChipConfig:
                             float(vec["loop_overhead_cycles_per_tile"]),
                             MappingProxyType(units), MappingProxyType(instructions),
                             _resolve_expansions(instructions, source)),
-        ddr=ddr, shared_sram=sram, l2=l2,
+        levels=levels, l2=l2,
         dma=dma,
         launch_cycles=float(raw["call"]["launch_cycles"]),
         barrier_cycles=float(raw["call"]["barrier_cycles"]),
@@ -168,10 +136,25 @@ def _build_tiling(raw: dict, source: str) -> TilingConfig:
     return TilingConfig(tiling["policy"], tiling["tile_bytes"])
 
 
-def _build_dma(raw: dict, source: str) -> DmaConfig:
-    """Per-core engines or a shared controller pool, exactly one of the two."""
+def _build_dma(raw: dict, source: str, regions: tuple[str, ...]) -> DmaConfig:
+    """The engines of one pool (per-core engines or transfer controllers, exactly one of
+    the two) and the DMA model that says which cores share a pool."""
     dma = raw["dma"]
-    regions = ("ddr", "shared_sram")
+    default = "per_core_engines" if dma["controllers"] is None else "shared_pool"
+    model = dma_model(dma["model"] or default, f"{source}: dma.model")
+    wanted = "controllers" if model.engines_from == "controllers" else "engines_per_core"
+    given = ("controllers" if dma["controllers"] is not None else
+             "engines_per_core" if dma["engines_per_core"] is not None else None)
+    if dma["model"] is not None and given is not None and wanted != given:
+        raise ConfigError(f"{source}: dma.model: {model.name} takes its engines from "
+                          f"dma.{wanted}, but the file gives dma.{given}")
+    pool_size = dma["cores_per_pool"]
+    if (pool_size is not None) != model.uses_cores_per_pool:
+        raise ConfigError(f"{source}: dma.cores_per_pool: "
+                          + (f"the {model.name} model does not use it; remove it"
+                             if pool_size is not None else
+                             f"missing key: the {model.name} model groups cores in pools "
+                             f"of this many"))
     per_core = [key for key in ("engines_per_core", "engine_bandwidth_gbps") if dma[key] is not None]
     if dma["controllers"] is not None:
         if per_core:
@@ -202,7 +185,6 @@ def _build_dma(raw: dict, source: str) -> DmaConfig:
             if not any(region in e.regions for e in engines):
                 raise ConfigError(f"{source}: dma.controllers: no controller reaches {region}; "
                                   f"add it to some controller's reaches")
-        shared = True
     else:
         missing = [key for key in ("engines_per_core", "engine_bandwidth_gbps")
                    if dma[key] is None]
@@ -211,8 +193,11 @@ def _build_dma(raw: dict, source: str) -> DmaConfig:
                               "pool under dma.controllers instead)")
         engines = [EngineSpec(f"dma.{k}", float(dma["engine_bandwidth_gbps"]), frozenset(regions))
                    for k in range(dma["engines_per_core"])]
-        shared = False
-    return DmaConfig(tuple(engines), shared, float(dma["setup_cycles"]), dma["burst_bytes"])
+    spec = DmaConfig(tuple(engines), False, float(dma["setup_cycles"]), dma["burst_bytes"],
+                     model.name, pool_size)
+    shared = any(model.pool_of(spec, core) == model.pool_of(spec, 0)
+                 for core in range(1, raw["cores"]))
+    return dataclasses.replace(spec, shared=shared)
 
 
 def config_from_dict(raw: Any, source: str = "<dict>") -> ChipConfig:

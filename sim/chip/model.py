@@ -51,15 +51,24 @@ class VectorConfig:
         return out
 
 
+#: The kinds of memory level a chip file may describe under ``memory``: ``dram`` (off-chip,
+#: a peak bandwidth and the share of it achieved), ``sram`` (on-chip memory every core
+#: reaches through its DMA) and ``private`` (each core's own L2, which its vector unit
+#: reads; exactly one per chip).
+LEVEL_KINDS = ("dram", "sram", "private")
+
+
 @dataclass(frozen=True)
 class RegionConfig:
-    """A shared memory region (DDR or shared SRAM)."""
+    """A memory level that every core reaches (DRAM or an on-chip SRAM) and its link."""
 
-    name: str
+    name: str  # its key under ``memory``: what spans, byte ledgers and links are named
     base_address: int
     size_bytes: int
-    bandwidth_gbps: float  # what the link sustains (achievable, not peak)
+    bandwidth_gbps: float  # what its link sustains (achievable, not peak)
     peak_bandwidth_gbps: float
+    kind: str = "sram"  # "dram" or "sram" (see LEVEL_KINDS)
+    label: str = ""  # its name in reports and roofline terms ("DDR", "shared SRAM")
 
     @property
     def end_address(self) -> int:
@@ -68,12 +77,15 @@ class RegionConfig:
 
 @dataclass(frozen=True)
 class L2Config:
+    """The private level: each core's own memory, its vector unit's load/store port."""
+
     base_address: int
     core_stride_bytes: int  # 0: every core sees only its own L2, at base_address
     local_alias_address: int | None
     size_bytes: int
     load_store_bytes_per_cycle: float
     reserve_bytes: int
+    name: str = "l2"  # its key under ``memory``
 
 
 @dataclass(frozen=True)
@@ -94,10 +106,14 @@ class DmaConfig:
     ``setup_cycles`` on it, then moves its bytes at most at the engine's bandwidth.
     """
 
-    engines: tuple[EngineSpec, ...]  # per core (shared=False) or of the whole chip's pool
-    shared: bool
+    engines: tuple[EngineSpec, ...]  # the engines of one pool (see the DMA model)
+    shared: bool  # whether cores share a pool (the DMA model puts several in one)
     setup_cycles: float
     burst_bytes: int
+    #: the DMA model (:data:`dspsim.sim.engine.dma.DMA_MODELS`): which cores share a pool
+    model: str = "per_core_engines"
+    #: cores per pool, for models that group cores (``cluster_pools``)
+    cores_per_pool: int | None = None
 
     def describe(self) -> str:
         """One line: '2 per core x 12.8 GB/s' or the pool's controller groups."""
@@ -137,8 +153,8 @@ class ChipConfig:
     cores: int
     dtypes: tuple[str, ...]
     vector: VectorConfig
-    ddr: RegionConfig
-    shared_sram: RegionConfig
+    #: the levels every core reaches, in the chip file's order (exactly one is DRAM)
+    levels: tuple[RegionConfig, ...]
     l2: L2Config
     dma: DmaConfig
     launch_cycles: float
@@ -156,5 +172,15 @@ class ChipConfig:
 
     @property
     def shared_regions(self) -> tuple[RegionConfig, ...]:
-        return (self.ddr, self.shared_sram)
+        """The levels every core reaches (DRAM first where the file lists it first)."""
+        return self.levels
+
+    @property
+    def ddr(self) -> RegionConfig:
+        """The chip's DRAM level: what reports call DDR and the DDR counter follows."""
+        return next(level for level in self.levels if level.kind == "dram")
+
+    def level(self, name: str) -> RegionConfig | None:
+        """The shared level called ``name``, or None."""
+        return next((level for level in self.levels if level.name == name), None)
 

@@ -58,7 +58,7 @@ class FluidDMA:
         self.staggered = staggered  # short transfers: their path fill matters
         timeline = model.timeline
         self.network = timeline.shared("fluid", lambda: FlowNetwork(
-            timeline.env, timeline.sample_ddr, watched=timeline.links["ddr"]))
+            timeline.env, timeline.sample_ddr, watched=timeline.links[timeline.config.ddr.name]))
 
     def transfer(self, group: CoreGroup, direction: str, operand: Operand, nbytes: int,
                  rate: float, then: Callable) -> None:

@@ -264,7 +264,8 @@ class BurstDMA:
     def __init__(self, model) -> None:
         self.model = model
         self.ddr_busy: list[tuple[float, float]] = []
-        self.arbiters = {name: LinkArbiter(model, link, self.ddr_busy if name == "ddr" else None)
+        dram = model.config.ddr.name  # the level whose busy periods the DDR counter shows
+        self.arbiters = {name: LinkArbiter(model, link, self.ddr_busy if name == dram else None)
                          for name, link in model.links.items()}
         self.ports = PerCore(lambda core: LinkArbiter(model, model.l2_ports[core]))
 
@@ -279,7 +280,7 @@ class BurstDMA:
 
     def finish(self) -> None:
         """Turn the DDR link's busy periods into the trace's bandwidth counter."""
-        capacity = self.model.links["ddr"].capacity
+        capacity = self.model.links[self.model.config.ddr.name].capacity
         samples = self.model.ddr_samples
         for start, end in self.ddr_busy:
             if samples and samples[-1][0] == start:

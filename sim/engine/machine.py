@@ -30,6 +30,7 @@ from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.datapath import (BURST_BUDGET, DMA_MODELS, FLUID_MIN_BURSTS, Datapath,
                                  dma_timing, group_cores)
 from dspsim.sim.errors import ArgumentError, ConfigError
+from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.model import (CALL_TRACK, COMPUTE, ENGINES, FIDELITIES, LOAD, STORE,
                               CoreTiming, CountingEnvironment, Model, Slice, SliceLog, Timeline)
@@ -137,7 +138,8 @@ class CallRun:
         # only fluid flows in lock-step keep identical cores in step, so only they may share
         # one simulation; and only while each core has engines of its own (a shared pool
         # serves them in turn)
-        mirror = dma_model == "fluid" and mirror_cores and not config.dma.shared
+        mirror = (dma_model == "fluid" and mirror_cores
+                  and all(len(pool) == 1 for pool in sharing_cores(config, job.cores)))
         self.groups = groups = group_cores(self.cores, tile_size, cost.lanes, mirror=mirror)
         used = {o.span.region for o in job.inputs + job.outputs}
         stagger = (config.dma.burst_bytes / min(model.links[r].capacity for r in used)

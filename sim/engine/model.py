@@ -11,9 +11,12 @@ Both fidelities (:mod:`dspsim.sim.engine.pipeline`, :mod:`dspsim.sim.engine.deta
 from __future__ import annotations
 
 from dataclasses import dataclass
+import itertools
+from heapq import heappush
 from typing import Callable, NamedTuple
 
 import simpy
+from simpy.core import NORMAL
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.dma import engine_pools
@@ -30,16 +33,42 @@ CALL_TRACK = -1
 FIDELITIES = ("fast", "detailed")
 
 
+class _Wakeup:
+    """What a plain heap entry carries: the callbacks SimPy's loop calls, and a success.
+
+    A :class:`simpy.Timeout` builds a full event (value, environment, checks) for every
+    delay; the engine's delays need only their callbacks called at an instant, so they
+    are pushed on SimPy's heap as this, which its loop processes like any event.
+    """
+
+    __slots__ = ("callbacks",)
+    _ok = True
+    _value = None
+
+    def __init__(self, then: Callable) -> None:
+        self.callbacks = [then]
+
+
 class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that counts the events it schedules."""
+    """A SimPy environment that counts the events it schedules.
+
+    The count is read from SimPy's own event-id counter (every scheduled event draws one
+    id), so that counting costs nothing per event.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self.scheduled_events = 0
+        self._eid = itertools.count()
 
-    def schedule(self, event, priority=simpy.core.NORMAL, delay=0):  # noqa: D102
-        self.scheduled_events += 1
-        super().schedule(event, priority, delay)
+    @property
+    def scheduled_events(self) -> int:
+        """How many events have been scheduled so far."""
+        # a count's repr is "count(N)", N the next id it hands out
+        return int(repr(self._eid)[6:-1])
+
+    def call_later(self, delay: float, then: Callable) -> None:
+        """Call ``then(entry)`` ``delay`` cycles from now: one heap entry, no Timeout."""
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), _Wakeup(then)))
 
 
 @dataclass(frozen=True)
@@ -204,15 +233,14 @@ class Timeline:
         self.l2_ports = PerCore(lambda core: Link(f"l2 port {core}",
                                                    config.l2.load_store_bytes_per_cycle))
         clock = lambda: self.env.now  # noqa: E731
-        shared_pool = engine_pools(config, (0,), clock)[0] if config.dma.shared else None
-        self.pools = PerCore(lambda core: shared_pool if shared_pool is not None
-                              else engine_pools(config, (core,), clock)[core])
+        made: dict = {}  # the pools built so far: the chip's DMA model says who shares
+        self.pools = PerCore(lambda core: engine_pools(config, (core,), clock, made)[core])
         #: datapath models by kind ("fluid", "bursts"), shared by every call
         self.datapaths: dict[str, object] = {}
 
     def after(self, delay: float, then: Callable) -> None:
-        """Call ``then(event)`` ``delay`` cycles from now."""
-        simpy.Timeout(self.env, delay).callbacks.append(then)
+        """Call ``then(entry)`` ``delay`` cycles from now (``delay`` >= 0)."""
+        self.env.call_later(delay, then)
 
     def sample_ddr(self, now: float, rate: float) -> None:
         """Record the DDR bandwidth in use (bytes/cycle) from ``now`` on."""
@@ -256,7 +284,7 @@ class Model:
         self.links = timeline.links
         self.l2_ports = timeline.l2_ports
         self.pools = timeline.pools
-        self.after = timeline.after
+        self.after = timeline.env.call_later
         self.sample_ddr = timeline.sample_ddr
         self.ddr_samples = timeline.ddr_samples
         self.bytes_read = {r.name: 0 for r in config.shared_regions}

@@ -106,6 +106,9 @@ class FlowNetwork:
                  on_rates_changed: Callable[[float, float], None] | None = None,
                  watched: Link | None = None) -> None:
         self.env = env
+        # the engine's environment pushes plain heap entries; any other a Timeout
+        self._call_later = getattr(env, "call_later", None) or (
+            lambda delay, then: env.timeout(delay).callbacks.append(then))
         self.flows: list[Flow] = []
         self._generation = 0
         self._last_update = env.now
@@ -172,9 +175,8 @@ class FlowNetwork:
             rate = flow.rate = rates[flow.route]
             if flow.remaining / rate < delay:
                 delay = flow.remaining / rate
-        timer = self.env.timeout(max(delay, 0.0))
         generation = self._generation
-        timer.callbacks.append(lambda _event: self._on_timer(generation))
+        self._call_later(max(delay, 0.0), lambda _entry: self._on_timer(generation))
 
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:

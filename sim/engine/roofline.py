@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from dspsim.sim.chip.load import ChipConfig
+from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.vector import VectorCost
 
@@ -30,24 +31,24 @@ def roofline_terms(config: ChipConfig, job: Job, cost: VectorCost,
     operands = len(job.inputs) + len(job.outputs)
     # The DMA engines: one operand's tiles move one after the other (each on one engine at
     # a time), and all the bytes the engines move share their combined rate: the busiest
-    # core's with its own engines (behind its one L2 port), every core's with a shared
-    # pool (behind the ports of the cores that have work).
-    busy_cores = sum(1 for elements in part_elements if elements) or 1
-    if dma.shared:
-        moved = job.length * job.itemsize * operands
-        combined = min(sum(rates), busy_cores * port)
-    else:
-        moved = most_elements * job.itemsize * operands
-        combined = min(sum(rates), port)
+    # core's with its own engines (behind its one L2 port), every core's of a pool that
+    # cores share (behind the ports of its cores that have work).
+    # The pools the chip's DMA model makes cores share: the busiest pool bounds the call.
+    elements = dict(zip(job.cores, part_elements))
+    pool_cycles = 0.0
+    for pool in sharing_cores(config, job.cores):
+        busy = [elements.get(core, 0) for core in pool if elements.get(core, 0)]
+        if busy:
+            combined = min(sum(rates), len(busy) * port)
+            pool_cycles = max(pool_cycles, sum(busy) * job.itemsize * operands / combined)
     terms = {
         "launch overhead": config.launch_cycles + config.barrier_cycles,
-        "DMA engine": max(operand_bytes / max(rates), moved / combined),
+        "DMA engine": max(operand_bytes / max(rates), pool_cycles),
         "L2 port": operand_bytes * operands / config.l2.load_store_bytes_per_cycle,
         "vector unit": vector,
     }
     for region in config.shared_regions:
         region_bytes = sum(job.length * job.itemsize for o in job.inputs + job.outputs
                            if o.span.region == region.name)
-        label = "DDR" if region.name == "ddr" else "shared SRAM"
-        terms[label] = region_bytes / config.bytes_per_cycle(region.bandwidth_gbps)
+        terms[region.label] = region_bytes / config.bytes_per_cycle(region.bandwidth_gbps)
     return terms

@@ -25,6 +25,7 @@ import numpy as np
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import CapacityError
+from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.vector import VectorCost
 
@@ -135,8 +136,10 @@ def estimated_cycles(config: ChipConfig, job: Job, cost: VectorCost, busy_cores:
     tile = np.ceil(np.ceil(elements / lanes) / tiles) * lanes
     transfers = len(job.inputs) + len(job.outputs)
     rates = sorted((config.bytes_per_cycle(e.bandwidth_gbps) for e in dma.engines), reverse=True)
-    # engines one core can keep busy at once, and their combined rate
-    usable = max(1.0, len(rates) / busy_cores) if dma.shared else float(len(rates))
+    # engines one core can keep busy at once (its pool's, shared with the busy cores the
+    # chip's DMA model puts in the same pool), and their combined rate
+    sharers = max(len(pool) for pool in sharing_cores(config, job.cores[:max(busy_cores, 1)]))
+    usable = max(1.0, len(rates) / sharers)
     usable = min(usable, transfers)
     engine_rate = sum(rates[:int(usable)]) + (usable % 1) * rates[min(int(usable), len(rates) - 1)]
     regions = {o.span.region for o in job.inputs + job.outputs}
