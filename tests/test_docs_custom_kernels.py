@@ -46,5 +46,5 @@ def test_every_block_runs(tmp_path):
     assert len(ran) >= 6
     broken = next(out for language, out in ran if "broken_ops.py" in out)
     assert "field mix['mul']" in broken
-    curve = next(out for language, out in ran if "speedup" in out)
+    curve = next(out for language, out in ran if "cycles speedup" in out)
     assert "FT78NE" in curve and "MT7004" in curve
