@@ -195,7 +195,9 @@ def resource_usage(model: TraceModel) -> Usage:
         if nbytes is None:
             continue
         data = float(args.get("data_cycles", piece.end - piece.start))
-        start = piece.end - data
+        # a trace keeps hundredths of a cycle: end - data is that end up to float noise,
+        # which must not make a handover between two transfers look like an overlap
+        start = round(piece.end - data, 6)
         rate = nbytes / data if data > 0 else 0.0
         region = args.get("region", "ddr")
         usage.bytes[region] = usage.bytes.get(region, 0.0) + nbytes
