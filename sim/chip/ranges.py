@@ -76,6 +76,15 @@ def _comment(line: str, after: int) -> str | None:
     return line[position + 1:].strip() if position >= 0 else None
 
 
+_RANGE_CLAUSE = re.compile(rf"[,;]?\s*\brange\s+(?:none\b|{_NUMBER}\s*\.\.\s*{_NUMBER})(?::.*)?$")
+
+
+def without_range(comment: str) -> str:
+    """A comment with its range clause (and the reason after it) taken out: what a value
+    keeps once it is measured or fitted, which makes the range no longer its own."""
+    return _RANGE_CLAUSE.sub("", comment).rstrip(" ,;")
+
+
 def _reason(comment: str, match: re.Match) -> str:
     """The comment's words besides the marker and the range: why the range is what it is."""
     rest = (comment[:match.start()] + " " + comment[match.end():])
