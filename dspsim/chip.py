@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from dspsim import kernels
+from dspsim import kernels as library
 from dspsim.binding import BoundCall, bind_call
 from dspsim.methods import operator_method
 from dspsim.programs.program import Program
@@ -26,8 +26,8 @@ from dspsim.sim.memory import Memory
 
 def _numpy_dtype(dtype):
     """fp32/fp16/bf16 as their numpy types; anything else as given."""
-    if isinstance(dtype, str) and dtype in kernels.DTYPES:
-        return kernels.DTYPES[dtype].numpy
+    if isinstance(dtype, str) and dtype in library.DTYPES:
+        return library.DTYPES[dtype].numpy
     return dtype
 
 
@@ -47,7 +47,13 @@ class Chip:
     ``chip.operator_names()``. Each returns a :class:`~dspsim.result.RunResult`.
     """
 
-    def __init__(self, config: ChipConfig | str | os.PathLike = "ft78ne") -> None:
+    def __init__(self, config: ChipConfig | str | os.PathLike = "ft78ne", *,
+                 kernels=None) -> None:
+        """``config``: a packaged chip's name, a YAML path or a ChipConfig. ``kernels``:
+        users' own operators, offered by this chip only: a kernel file's path, an
+        :class:`~dspsim.kernels.Operator`, a :class:`~dspsim.kernels.KernelSet`, or a list
+        of those (see docs/custom-kernels.md); installed packages' operators are always
+        offered."""
         #: the chip file's exact text (None for a ChipConfig built in Python): what a saved
         #: run keeps, so that it can be reproduced
         self.description_yaml: str | None = None
@@ -55,6 +61,9 @@ class Chip:
             self.config = config
         else:
             self.config, self.description_yaml = load_config_and_text(config)
+        #: the operators this chip offers, by stem: the library's, installed packages' and
+        #: the ``kernels`` given (never shared with another chip)
+        self.kernels = library.kernel_set(kernels)
         self.memory = Memory(self.config)
 
     def __repr__(self) -> str:
@@ -86,7 +95,7 @@ class Chip:
     # --------------------------------------------------------------- operator names
     def operator_names(self) -> list[str]:
         """Every C name this chip offers (its dtypes × operators × storage versions)."""
-        return kernels.names_for(self.config.dtypes)
+        return self.kernels.names_for(self.config.dtypes)
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self.operator_names()))
@@ -96,21 +105,29 @@ class Chip:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return operator_method(self.call, self.config, self.resolve(name))
 
-    def resolve(self, name: str) -> kernels.CName:
+    def resolve(self, name: str) -> library.CName:
         """The operator a C name refers to; a clear error if the chip cannot run it."""
         if not isinstance(name, str):
             raise ArgumentError(f"operator name {name!r} must be a string such as "
                                 f"'fp_relu_grad_s'; `dspsim ops` lists them")
-        cname = kernels.parse(name)
+        cname = self.kernels.parse(name)
+        written_for = self.kernels.parse(name, any_dtype=True)
+        if cname is None and written_for is not None:
+            op = written_for.operator
+            raise UnsupportedOperatorError(
+                f"{name}: operator {op.stem} is written for {', '.join(op.dtypes)} only, not "
+                f"{written_for.dtype.name} (use "
+                f"{', '.join(library.c_name(op, d, written_for.storage) for d in op.dtypes)})")
         if cname is None:
-            everything = kernels.names_for(kernels.DTYPES)
-            hint = kernels.closest(name, self.operator_names()) or kernels.closest(name, everything)
+            everything = self.kernels.names_for(library.DTYPES)
+            hint = library.closest(name, self.operator_names()) or library.closest(name, everything)
             suggestion = f"; did you mean {', '.join(hint)}?" if hint else \
                 "; `dspsim ops` lists them"
             raise UnknownOperatorError(f"unknown operator {name!r}{suggestion}")
         if cname.dtype.name not in self.config.dtypes:
-            offered = [kernels.c_name(cname.operator, d, cname.storage)
-                       for d in self.config.dtypes if d in kernels.DTYPES]
+            offered = [library.c_name(cname.operator, d, cname.storage)
+                       for d in self.config.dtypes
+                       if d in library.DTYPES and cname.operator.supports(d)]
             raise UnsupportedOperatorError(
                 f"{name}: {self.config.name} does not support {cname.dtype.name}; its dtypes are "
                 f"{', '.join(self.config.dtypes)} (use {', '.join(offered)})")

@@ -48,7 +48,9 @@ from dspsim.result import RunResult, make_result
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.machine import Timing, run_job
+from dspsim.sim.engine.roofline import roofline_terms
 from dspsim.sim.memory import Memory
+from dspsim.traces.usage import CALL_KEY, RESOURCES, describe_resources, vector_description
 
 __all__ = ["BLOCK_ELEMENTS", "Launcher", "call_metadata", "call_result",
            "compute_into_destination", "job_for", "time_call"]
@@ -140,7 +142,20 @@ def call_metadata(config: ChipConfig, bound: BoundCall, timing: Timing,
         "ddr_achievable_gbps": config.ddr.bandwidth_gbps, "dram_level": config.ddr.name,
         "transfer_timing": timing.transfer_timing,
         "tiling": timing.tiling.to_dict() if timing.tiling is not None else None,
+        RESOURCES: call_resources(config, bound, timing),
     }
+
+
+def call_resources(config: ChipConfig, bound: BoundCall, timing: Timing) -> dict[str, Any]:
+    """The resources a call's trace describes for its speed-of-light table (see
+    :mod:`dspsim.traces.usage`), with the roofline of the same call on one core."""
+    job = job_for(bound)
+    one_core = roofline_terms(config, job, timing.vector, [bound.length])
+    fixed = one_core.pop("launch overhead", 0.0)
+    return describe_resources(
+        config, {CALL_KEY: vector_description(config, timing.vector, bound.cname.operator.mix)},
+        one_core_roofline=fixed + max(one_core.values(), default=0.0),
+        cores=len(bound.cores))
 
 
 def call_result(config: ChipConfig, bound: BoundCall, timing: Timing,

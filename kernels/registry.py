@@ -1,13 +1,20 @@
-"""The operator library's C names: ``{fp|hp|bf}_{stem}_{s|p}``, parsed and listed."""
+"""The operator library's C names: ``{fp|hp|bf}_{stem}_{s|p}``, parsed and listed.
+
+A :class:`KernelSet` is the operators one chip offers: the library's own, those installed
+packages declare, and a user's kernel files (see :mod:`dspsim.kernels.loading`). The
+module-level functions speak of the library's own operators.
+"""
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Iterable
+from types import MappingProxyType
+from typing import Iterable, Iterator, Mapping
 
 from dspsim.kernels import activation_grads, forward, losses
 from dspsim.kernels.dtypes import BY_PREFIX, DTYPES, DType
 from dspsim.kernels.operator import Operator
+from dspsim.sim.errors import KernelDeclarationError
 
 OPERATORS: dict[str, Operator] = {
     op.stem: op
@@ -51,19 +58,88 @@ def c_name(operator: Operator, dtype: str, storage: str) -> str:
     return f"{DTYPES[dtype].prefix}_{operator.stem}_{suffix}"
 
 
+class KernelSet(Mapping[str, Operator]):
+    """Operators by stem, and their C names: what one chip offers.
+
+    Immutable: :meth:`extended` makes a new set, so that the kernels one chip loads are
+    never seen by another.
+    """
+
+    def __init__(self, operators: Iterable[Operator], origins: Mapping[str, str] | None = None,
+                 sources: tuple = ()):
+        by_stem: dict[str, Operator] = {}
+        for op in operators:
+            by_stem[op.stem] = op
+        self._operators = MappingProxyType(by_stem)
+        #: where each operator not of the library was declared (a file, an entry point)
+        self.origins = MappingProxyType(dict(origins or {}))
+        #: the kernel files' texts (dspsim.kernels.loading.KernelSource) that declared them,
+        #: so that another process can rebuild this set
+        self.sources = tuple(sources)
+
+    def __getitem__(self, stem: str) -> Operator:
+        return self._operators[stem]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._operators)
+
+    def __len__(self) -> int:
+        return len(self._operators)
+
+    def __repr__(self) -> str:
+        own = [s for s in self if s in self.origins]
+        return f"KernelSet({len(self)} operators{', own: ' + ', '.join(own) if own else ''})"
+
+    def extended(self, operators: Iterable[Operator], origin: str,
+                 source=None) -> "KernelSet":
+        """This set plus ``operators`` declared in ``origin``; a KernelDeclarationError if a
+        stem is already taken (by the library or by another file)."""
+        added = list(operators)
+        for op in added:
+            taken = self._operators.get(op.stem)
+            if taken is not None and taken is not op:
+                where = self.origins.get(op.stem, "the operator library")
+                raise KernelDeclarationError(
+                    f"{origin}: operator {op.stem!r}: field stem: {op.stem!r} is already "
+                    f"declared by {where}; choose another stem")
+        origins = {**self.origins, **{op.stem: origin for op in added}}
+        sources = self.sources + ((source,) if source is not None and
+                                  source not in self.sources else ())
+        return KernelSet([*self._operators.values(), *added], origins, sources)
+
+    def parse(self, name: str, *, any_dtype: bool = False) -> CName | None:
+        """Parse a C name; None if it names no operator of this set, or (unless
+        ``any_dtype``) one in a dtype the operator is not written for."""
+        if not isinstance(name, str):
+            return None
+        prefix, _, rest = name.partition("_")
+        stem, _, suffix = rest.rpartition("_")
+        op = self._operators.get(stem)
+        if prefix not in BY_PREFIX or suffix not in STORAGE or op is None or \
+                not (any_dtype or op.supports(BY_PREFIX[prefix].name)):
+            return None
+        return CName(name, op, BY_PREFIX[prefix], STORAGE[suffix])
+
+    def names_for(self, dtypes: Iterable[str]) -> list[str]:
+        """Every C name available on a chip with these dtypes."""
+        dtypes = list(dtypes)
+        return sorted(c_name(op, dtype, storage) for op in self._operators.values()
+                      for dtype in dtypes if dtype in DTYPES and op.supports(dtype)
+                      for storage in STORAGE.values())
+
+
+#: The operator library's own operators.
+LIBRARY = KernelSet(OPERATORS.values())
+
+
 def parse(name: str) -> CName | None:
     """Parse a C name; None if it names no operator of the library."""
-    prefix, _, rest = name.partition("_")
-    stem, _, suffix = rest.rpartition("_")
-    if prefix not in BY_PREFIX or suffix not in STORAGE or stem not in OPERATORS:
-        return None
-    return CName(name, OPERATORS[stem], BY_PREFIX[prefix], STORAGE[suffix])
+    return LIBRARY.parse(name)
 
 
 def names_for(dtypes: Iterable[str]) -> list[str]:
-    """Every C name available on a chip with these dtypes."""
-    return sorted(c_name(op, dtype, storage) for op in OPERATORS.values()
-                  for dtype in dtypes if dtype in DTYPES for storage in STORAGE.values())
+    """Every C name of the library available on a chip with these dtypes."""
+    return LIBRARY.names_for(dtypes)
 
 
 def closest(name: str, candidates: Iterable[str], count: int = 3) -> list[str]:

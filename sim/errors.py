@@ -28,3 +28,8 @@ class ArgumentError(DspSimError):
 
 class CapacityError(DspSimError):
     """Operands or buffers do not fit the memory they must live in."""
+
+
+class KernelDeclarationError(DspSimError, ValueError):
+    """An operator declaration (a user's kernel file, an entry point) is malformed; the
+    message names the file, the operator and the field."""

@@ -144,8 +144,14 @@ def test_program_traces_carry_flows_from_records_to_waits(ft78ne, tmp_path):
     for name in ("program.json", "program.pftrace"):
         path = result.write_trace(tmp_path / name)
         model = read_model(path)
-        assert [(model.slices[f.source].name, model.tracks[model.slices[f.target].track].name)
-                for f in model.flows] == [("record e0", "stream second")]
+        arrows = [(model.slices[f.source].name, model.slices[f.source].args.get("call"),
+                   model.tracks[model.slices[f.target].track].name,
+                   model.slices[f.target].args.get("call")) for f in model.flows]
+        # the event; stream order (gelu, then tanh, on "first"); data (relu reads what
+        # gelu wrote): each from the earlier call's barrier to the later call's launch
+        assert sorted(arrows, key=str) == sorted([("record e0", None, "stream second", None),
+                                                  ("barrier", 0, "stream first", 2),
+                                                  ("barrier", 0, "stream second", 1)], key=str)
         trace = read_trace(path)
         assert trace.total_cycles == result.timing.cycles
         vector = [s for s in trace.slices if s.core == 0 and s.engine == "vector"]

@@ -72,10 +72,13 @@ def test_names_are_clean_and_the_call_and_ddr_tracks_come_first(tmp_path, result
     ordering = pb.TrackDescriptor.ChildTracksOrdering.Value("EXPLICIT")
     assert all(d.child_ordering == ordering for d in roots)
     call = sorted(children["FT78NE call"], key=lambda d: d.sibling_order_rank)
-    assert [d.name for d in call] == ["call", "DDR bandwidth"]
+    # the call's own tracks first, then the other shared resources' counters
+    assert [d.name for d in call][:2] == ["call", "DDR bandwidth"]
+    assert all(d.HasField("counter") for d in call[2:])
     assert call[1].HasField("counter") and call[1].counter.unit_name == "GB/s"
     core = sorted(children["core 0"], key=lambda d: d.sibling_order_rank)
-    assert [d.name for d in core] == ["dma-in.0", "dma-in.1", "vector", "dma-out"]
+    assert [d.name for d in core] == ["dma-in.0", "dma-in.1", "vector", "dma-out",
+                                      "L2 port bandwidth"]
     # no process or thread descriptors: nothing for the UI to append ids to
     assert not any(d.HasField("process") or d.HasField("thread") for d in descriptors.values())
     assert "FT78NE" in roots[0].description and "1 ns" in roots[0].description

@@ -64,9 +64,11 @@ def test_summary_figures_equal_the_result(tmp_path, chip, length, mask, fidelity
     for core in result.per_core:
         mine = by_core[core.core]
         assert mine.tiles == core.tiles
-        assert mine.finish == pytest.approx(core.finish_cycle, rel=1e-12)
+        # a trace keeps hundredths of a cycle: each slice end within 0.005 of the model's
+        assert mine.finish == pytest.approx(core.finish_cycle, abs=0.005)
         for engine, cycles in core.busy_cycles.items():
-            assert mine.busy.get(engine, 0.0) == pytest.approx(cycles, rel=1e-12)
+            assert mine.busy.get(engine, 0.0) == pytest.approx(cycles, abs=0.01 * core.tiles
+                                                               * 4 + 0.01)
         assert mine.overlap <= min(mine.busy["vector"], mine.active)
     assert summary.ddr_bytes == result.bytes_read["ddr"] + result.bytes_written["ddr"]
     # the counter's timestamps are whole cycles, so its mean agrees to a cycle or so

@@ -15,6 +15,7 @@ from dspsim.calibration.fit import (MAX_ROUNDS, ROUND_MOVE, SETTLED, Objective, 
 from dspsim.calibration.measurements import MeasurementError, load_measurements
 from dspsim.calibration.model import CallTimer, ChipModel, reported_cycles
 from dspsim.calibration.results import Calibration, KeyFit, RowFit
+from dspsim.kernels import kernel_set
 
 #: Evaluations of every row a fit may spend per key fitted (besides a fixed few): a
 #: trust-region step costs one evaluation plus one per key.
@@ -28,19 +29,21 @@ REVERT_TOLERANCE = 1e-3
 def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequence[str],
               bounds: Mapping[str, tuple[float, float]] | None = None, *,
               max_evaluations: int | None = None,
-              progress: Progress | None = None) -> Calibration:
+              progress: Progress | None = None, kernels=None) -> Calibration:
     """Fit ``keys`` of ``chip`` (a packaged name or a YAML path) to the cycles in the CSV
     file ``measured`` (see :mod:`dspsim.calibration.measurements`).
 
     ``bounds`` maps keys to (low, high) values (default: a tenth to ten times the chip's
     value, narrowed to what the chip accepts). ``max_evaluations`` caps the evaluations of
     every row during the fit itself. ``progress(stage, done, total)`` is called as it goes.
+    ``kernels``: users' own operators the measured rows may name (as ``Chip(kernels=)``).
     Raises a DspSimError naming the key, or the file's line, of any problem.
     """
     started, started_cpu = time.perf_counter(), time.process_time()
     report = progress or (lambda *args: None)
     measured_path = os.fspath(measured)
-    rows = load_measurements(measured_path)
+    found = kernel_set(kernels)
+    rows = load_measurements(measured_path, found)
     model = ChipModel(chip, keys)
     if len(rows) < len(model.keys):
         raise MeasurementError(
@@ -48,7 +51,7 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
             f"{len(model.keys)} keys; a fit needs at least as many rows as keys (and "
             f"rows that differ in what bounds them)")
     lower, upper = log_bounds(model, bounds or {})
-    timer = CallTimer(rows, measured_path)
+    timer = CallTimer(rows, measured_path, found)
     before, tiles = timer.time(model.config,
                                progress=lambda done, total: report("timing the measured calls",
                                                                    done, total))

@@ -17,6 +17,7 @@ from dspsim.calibration.results import Calibration
 from dspsim.sim.chip.load import config_from_dict, parse_chip_yaml
 from dspsim.sim.errors import ConfigError
 from dspsim.sim.chip.overrides import apply_overrides, split_key
+from dspsim.sim.chip.ranges import without_range
 from dspsim.atomic import write_atomically
 
 
@@ -96,7 +97,8 @@ def edit_chip_text(text: str, source: str, values: Mapping[str, str],
         for first, stop, replacement, _ in sorted(edits, reverse=True):
             code = code[:first] + replacement + code[stop:]
         code = code.rstrip()
-        old = "" if begin is None else line[begin:].lstrip("#").strip()
+        # a fitted value is no longer an assumption: its former range does not travel
+        old = "" if begin is None else without_range(line[begin:].lstrip("#").strip())
         comment = "; ".join(note for *_, note in edits) + (f"; before: {old}" if old else "")
         column = begin if begin is not None and begin > len(code) else len(code) + 2
         lines[number] = f"{code.ljust(column)}# {comment}{ending}"

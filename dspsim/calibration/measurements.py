@@ -47,12 +47,17 @@ OPTIONAL = ("core_mask", "region", "dtype", "params")
 ALIASES = {"op": "operator", "name": "operator", "mask": "core_mask",
            "measured_cycles": "cycles", "operand_region": "region", "n": "length",
            "elements": "length", "parameters": "params"}
-#: Parameter names of every operator: each may be a column of its own.
+#: Parameter names of every operator of the library: each may be a column of its own.
 PARAMETER_NAMES = tuple(sorted({p.name for op in kernels.OPERATORS.values() for p in op.params}))
 #: The region names a measurement file may use (those of the packaged chips' levels):
 #: where a shared-storage call's operands were, and the private level of ``_p`` calls.
 SHARED_REGIONS = ("ddr", "shared_sram")
 PRIVATE_REGION = "l2"
+
+
+def parameter_names(found: kernels.KernelSet) -> tuple[str, ...]:
+    """Parameter names of every operator of ``found`` (users' kernels included)."""
+    return tuple(sorted({p.name for op in found.values() for p in op.params}))
 REGIONS = SHARED_REGIONS + (PRIVATE_REGION,)
 REGION_ALIASES = {"sram": "shared_sram", "msmc": "shared_sram"}
 
@@ -111,9 +116,10 @@ def _cells(path: str, text: str):
         yield number, [cell.strip() for cell in cells]
 
 
-def _header(path: str, number: int, cells: list[str]) -> list[str]:
+def _header(path: str, number: int, cells: list[str],
+            parameters: tuple[str, ...] = PARAMETER_NAMES) -> list[str]:
     names = [_column_name(c) for c in cells]
-    known = REQUIRED + OPTIONAL + PARAMETER_NAMES
+    known = REQUIRED + OPTIONAL + parameters
     for cell, name in zip(cells, names):
         if name not in known:
             hint = ("; separate the columns with commas" if any(s in cell for s in ";\t")
@@ -121,7 +127,7 @@ def _header(path: str, number: int, cells: list[str]) -> list[str]:
             raise MeasurementError(
                 f"{path}: line {number}: unknown column {cell!r}; the columns are "
                 f"{', '.join(REQUIRED)} (required), {', '.join(OPTIONAL)} and the "
-                f"operator parameters {', '.join(PARAMETER_NAMES)}{hint}")
+                f"operator parameters {', '.join(parameters)}{hint}")
     seen = set()
     for cell, name in zip(cells, names):
         if name in seen:
@@ -156,16 +162,17 @@ def _number(text: str) -> float:
     return value
 
 
-def _operator(where: str, text: str, dtype: str | None, region: str | None) -> str:
+def _operator(where: str, text: str, dtype: str | None, region: str | None,
+              found: kernels.KernelSet) -> str:
     if not text:
         raise MeasurementError(f"{where}: operator is empty; give a C name such as "
                                f"fp_relu_grad_s")
-    cname = kernels.parse(text)
-    if cname is None and text in kernels.OPERATORS:  # a stem: dtype and region complete it
+    cname = found.parse(text)
+    if cname is None and text in found:  # a stem: dtype and region complete it
         storage = "private" if region == PRIVATE_REGION else "shared"
-        return kernels.c_name(kernels.OPERATORS[text], dtype or "fp32", storage)
+        return kernels.c_name(found[text], dtype or "fp32", storage)
     if cname is None:
-        hint = kernels.closest(text, kernels.names_for(kernels.DTYPES))
+        hint = kernels.closest(text, found.names_for(kernels.DTYPES))
         suggestion = f"; did you mean {', '.join(hint)}?" if hint else \
             "; `dspsim ops` lists the operators"
         raise MeasurementError(f"{where}: unknown operator {text!r}{suggestion}")
@@ -175,8 +182,9 @@ def _operator(where: str, text: str, dtype: str | None, region: str | None) -> s
     return cname.name
 
 
-def _params(where: str, name: str, row: dict[str, str]) -> tuple[tuple[str, float], ...]:
-    op = kernels.parse(name).operator
+def _params(where: str, name: str, row: dict[str, str],
+            found: kernels.KernelSet) -> tuple[tuple[str, float], ...]:
+    op = found.parse(name, any_dtype=True).operator
     allowed = {p.name for p in op.params}
     given: dict[str, float] = {}
 
@@ -199,13 +207,14 @@ def _params(where: str, name: str, row: dict[str, str]) -> tuple[tuple[str, floa
                 raise MeasurementError(f"{where}: params {item!r}: write NAME=VALUE, for "
                                        f"example alpha=0.1")
             add(key.strip(), value.strip())
-    for key in PARAMETER_NAMES:
+    for key in parameter_names(found):
         if row.get(key):
             add(key, row[key])
     return tuple(sorted(given.items()))
 
 
-def _measurement(path: str, number: int, row: dict[str, str]) -> Measurement:
+def _measurement(path: str, number: int, row: dict[str, str],
+                 found: kernels.KernelSet) -> Measurement:
     where = f"{path}: line {number}"
     dtype = row.get("dtype") or None
     if dtype is not None and dtype not in kernels.DTYPES:
@@ -216,8 +225,8 @@ def _measurement(path: str, number: int, row: dict[str, str]) -> Measurement:
     if region is not None and region not in REGIONS:
         raise MeasurementError(f"{where}: region {row['region']!r} is not one of "
                                f"{', '.join(REGIONS)}")
-    name = _operator(where, row["operator"], dtype, region)
-    private = kernels.parse(name).storage == "private"
+    name = _operator(where, row["operator"], dtype, region, found)
+    private = found.parse(name, any_dtype=True).storage == "private"
     if region is None:
         region = PRIVATE_REGION if private else "ddr"
     elif private != (region == PRIVATE_REGION):
@@ -255,11 +264,13 @@ def _measurement(path: str, number: int, row: dict[str, str]) -> Measurement:
             raise MeasurementError(f"{where}: {name} runs on one core; its core_mask "
                                    f"{mask:#x} selects several (leave it empty)")
     return Measurement(number, name, length, cycles, mask, region,
-                       _params(where, name, row))
+                       _params(where, name, row, found))
 
 
-def load_measurements(path: str | os.PathLike) -> list[Measurement]:
-    """Read and check a measurement CSV (see the module); at least one row."""
+def load_measurements(path: str | os.PathLike, kernels_spec=None) -> list[Measurement]:
+    """Read and check a measurement CSV (see the module); at least one row.
+    ``kernels_spec``: users' own operators the rows may name (as ``Chip(kernels=)``)."""
+    found = kernels.kernel_set(kernels_spec)
     text = _read_text(path)
     path = os.fspath(path)
     lines = _cells(path, text)
@@ -267,7 +278,7 @@ def load_measurements(path: str | os.PathLike) -> list[Measurement]:
     if first is None:
         raise MeasurementError(f"{path}: empty; expected a header line "
                                f"({', '.join(REQUIRED)}, ...) and one row per measured call")
-    names = _header(path, *first)
+    names = _header(path, *first, parameter_names(found))
     rows = []
     for number, cells in lines:
         if len(cells) != len(names):
@@ -276,7 +287,7 @@ def load_measurements(path: str | os.PathLike) -> list[Measurement]:
         if len(rows) == MAX_ROWS:
             raise MeasurementError(f"{path}: more than {MAX_ROWS} rows; keep a representative "
                                    f"sample of the calls")
-        rows.append(_measurement(path, number, dict(zip(names, cells))))
+        rows.append(_measurement(path, number, dict(zip(names, cells)), found))
     if not rows:
         raise MeasurementError(f"{path}: no measured rows under the header; add one row per "
                                f"call")

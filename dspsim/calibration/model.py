@@ -134,8 +134,11 @@ def memory_map(config: ChipConfig) -> tuple:
 class CallTimer:
     """Times the measured calls on any config of the model, timing only."""
 
-    def __init__(self, measurements: Sequence[Measurement], source: str) -> None:
+    def __init__(self, measurements: Sequence[Measurement], source: str,
+                 kernels=None) -> None:
         self.measurements = list(measurements)
+        #: the operators the rows may name (users' own included), as Chip(kernels=) takes
+        self.kernels = kernels
         self.source = source
         self._bound: dict[tuple, list[BoundCall]] = {}
         self.simulations = 0  # calls timed, for the report
@@ -151,7 +154,7 @@ class CallTimer:
         """Every measured call bound on ``config`` (cached per memory map)."""
         key = memory_map(config)
         if key not in self._bound:
-            chip = Chip(config)
+            chip = Chip(config, kernels=self.kernels)
             calls = []
             for row in self.measurements:
                 try:
@@ -173,7 +176,7 @@ class CallTimer:
         fixed tile no longer fits the chip, the call searches. Raises MeasurementError
         naming the row that ``config`` cannot run.
         """
-        chip = Chip(config)
+        chip = Chip(config, kernels=self.kernels)
         cycles = np.empty(len(self.measurements))
         used: list[int | None] = []
         for index, (row, bound) in enumerate(zip(self.measurements, self.bound_calls(config))):

@@ -60,3 +60,11 @@ def param_dict(pairs: list[tuple[str, float]]) -> dict[str, float]:
                                              f"and {value:g})")
         params[name] = value
     return params
+
+
+def add_kernels_option(parser) -> None:
+    """``--kernels FILE`` (repeatable): users' own operators for the command."""
+    parser.add_argument("--kernels", action="append", default=[], metavar="FILE",
+                        help="a Python file declaring your own operators (repeatable; see "
+                        "docs/custom-kernels.md); installed packages' operators are always "
+                        "offered")

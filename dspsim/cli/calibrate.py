@@ -8,7 +8,7 @@ import dspsim
 from dspsim.calibration import Calibration, calibrate, parse_bounds
 from dspsim.calibration.fitted_yaml import write_fitted_chip
 from dspsim.calibration.plot import plot_calibration
-from dspsim.cli.args import name_list, parse_int
+from dspsim.cli.args import add_kernels_option, name_list, parse_int
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.sim.errors import ArgumentError
 
@@ -42,6 +42,7 @@ def add_calibrate(sub) -> None:
                    help="evaluations of all rows the solver may spend, besides the checks between "
                    "its rounds (default 20 + 12 per key)")
     add_json_option(p, "the calibration")
+    add_kernels_option(p)
     p.set_defaults(output_handler=cmd_calibrate)
 
 
@@ -74,7 +75,8 @@ def cmd_calibrate(args, out: Output) -> int:
             _check_output(path, what, args.measured)
     with out.progress("calibrating") as advance:
         result = calibrate(args.chip, args.measured, keys, bounds,
-                           max_evaluations=args.max_evaluations, progress=advance)
+                           max_evaluations=args.max_evaluations, progress=advance,
+                           kernels=args.kernels or None)
     written = write_fitted_chip(result, args.out) if args.out else None
     plotted = plot_calibration(result, plot_path) if plot_path else None
     if args.json:

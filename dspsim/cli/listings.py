@@ -6,6 +6,7 @@ import os
 from rich.text import Text
 
 from dspsim import kernels
+from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.sim.chip.load import ChipConfig, load_config, packaged_chips
 from dspsim.sim.errors import DspSimError
@@ -72,11 +73,15 @@ def add_ops(sub) -> None:
     p.add_argument("--chip", action="append", default=None,
                    help="chips to cost on (default: every packaged chip)")
     add_json_option(p, "the operators")
+    add_kernels_option(p)
     p.set_defaults(output_handler=cmd_ops)
 
 
 def _cost_on(cfg: ChipConfig, op: kernels.Operator) -> dict:
-    dtypes = [d for d in cfg.dtypes if d in kernels.DTYPES]
+    dtypes = [d for d in cfg.dtypes if d in kernels.DTYPES and op.supports(d)]
+    if not dtypes:
+        return {"dtypes": [], "error": f"{op.stem} is written for {', '.join(op.dtypes)}; "
+                f"{cfg.name} supports {', '.join(cfg.dtypes)}"}
     try:
         cost = vector_cost(cfg, dtypes[0], op.mix)
     except DspSimError as exc:  # a user's chip without an instruction the operator issues
@@ -90,14 +95,18 @@ def _cost_on(cfg: ChipConfig, op: kernels.Operator) -> dict:
             "issued_mix": dict(cost.mix)}  # the mix with the chip's expansions resolved
 
 
-def operator_entry(op: kernels.Operator, chips: list[ChipConfig]) -> dict:
-    """Everything ``dspsim ops`` says about one operator, as JSON data."""
+def operator_entry(op: kernels.Operator, chips: list[ChipConfig],
+                   origin: str | None = None) -> dict:
+    """Everything ``dspsim ops`` says about one operator, as JSON data; ``origin``: where
+    an operator not of the library was declared."""
     return {
         "stem": op.stem, "summary": op.summary, "formula": op.formula,
+        "declared_in": origin or "the operator library",
         "arguments": list(op.args), "shared_storage_adds": "core_mask",
         "inputs": list(op.inputs), "output": op.output,
-        "params": [{"name": p.name, "default": p.default, "minimum": p.minimum, "doc": p.doc}
-                   for p in op.params],
+        "params": [{"name": p.name, "default": p.default, "minimum": p.minimum,
+                    "maximum": p.maximum, "doc": p.doc} for p in op.params],
+        "dtypes": list(op.dtypes) if op.dtypes else None,
         "mix": dict(op.mix), "mix_note": op.mix_note, "accuracy": op.notes,
         "tolerance_ulps": op.tolerance_ulps,
         "chips": {cfg.name: _cost_on(cfg, op) for cfg in chips},
@@ -106,7 +115,8 @@ def operator_entry(op: kernels.Operator, chips: list[ChipConfig]) -> dict:
 
 def cmd_ops(args, out: Output) -> int:
     chips = [load_config(c) for c in (args.chip or sorted(packaged_chips()))]
-    entries = [operator_entry(op, chips) for op in kernels.OPERATORS.values()]
+    found = kernels.kernel_set(args.kernels or None)
+    entries = [operator_entry(op, chips, found.origins.get(op.stem)) for op in found.values()]
     if args.json:
         out.json(entries)
         return 0
@@ -115,10 +125,11 @@ def cmd_ops(args, out: Output) -> int:
                text_column("instruction mix per vector iteration")]
     columns += [text_column(f"{cfg.name}: dtypes · cycles/iteration (elements)") for cfg in chips]
     rows = []
-    for op, entry in zip(kernels.OPERATORS.values(), entries):
+    for op, entry in zip(found.values(), entries):
         params = "; ".join(
             f"{p['name']}" + (f" = {p['default']:g}" if p["default"] is not None else "")
             + (f" (>= {p['minimum']:g})" if p["minimum"] is not None else "")
+            + (f" (<= {p['maximum']:g})" if p["maximum"] is not None else "")
             for p in entry["params"])
         per_chip = []
         for cfg in chips:
@@ -134,7 +145,9 @@ def cmd_ops(args, out: Output) -> int:
                             f"cycles ({cost['bounding_unit']}-bound)\nelements/iteration "
                             f"{lanes}{issued}")
         rows.append([
-            Text.assemble((op.stem, "bold"), "\n", op.summary),
+            Text.assemble((op.stem, "bold"), "\n", op.summary,
+                          *(("\n", (f"from {entry['declared_in']}", "dim"))
+                            if op.stem in found.origins else ())),
             Text.assemble(f"{', '.join(op.args)}[, core_mask]" + (f"\n{params}" if params else ""),
                           "\n", (op.formula, "dim")),
             Text.assemble(", ".join(f"{k}×{v}" for k, v in op.mix.items()),

@@ -21,15 +21,18 @@ from rich.text import Text
 import dspsim
 from dspsim.checked import run_checked
 from dspsim.chip import Chip
-from dspsim.cli.args import param_dict, parse_int, parse_length, parse_param, parse_seed
+from dspsim.cli.args import add_kernels_option, param_dict, parse_int, parse_length, parse_param, parse_seed
 from dspsim.cli.output import Output, add_json_option
-from dspsim.cli.report import render
+from dspsim.cli.report import render, render_band, run_csv_row
+from dspsim.placement import c_arguments
+from dspsim.uncertainty import call_band
 from dspsim.cli.listings import add_chips, add_ops
 from dspsim.result import check_folder
 from dspsim.tables import to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.traces.formats import check_target
+from dspsim.traces.speed import speed_of_light
 
 DEFAULT_TRACE_DIR = "traces"
 #: Perfetto's protobuf: clean track names and whole-cycle slices in the Perfetto UI
@@ -89,7 +92,16 @@ def add_run(sub) -> None:
     p.add_argument("--save", default=None, metavar="DIR",
                    help="keep the run in DIR: result.json, trace.pftrace and chip.yaml (the exact "
                    "chip description used), to reproduce or compare it later")
-    add_json_option(p, "the result", "RunResult.to_dict() and the numeric check")
+    add_json_option(p, "the result", "RunResult.to_dict(), the numeric check and the speed "
+                    "of light")
+    p.add_argument("--csv", action="store_true",
+                   help="print one CSV row: the headline figures, each resource's busy share "
+                   "and share of its peak, the bound and the advice")
+    p.add_argument("--uncertainty", action="store_true",
+                   help="report the cycles as a band: the call timed again at each end of "
+                   "every assumed value's range in the chip file, one at a time and combined, "
+                   "plus the model's own documented error")
+    add_kernels_option(p)
     p.set_defaults(output_handler=cmd_run)
 
 
@@ -116,7 +128,7 @@ def cmd_run(args, out: Output) -> int:
         params = param_dict(args.param)
     except argparse.ArgumentTypeError as exc:
         raise ArgumentError(str(exc)) from None
-    chip = Chip(args.chip)
+    chip = Chip(args.chip, kernels=args.kernels or None)
     with out.progress("simulating") as advance:
         run = run_checked(chip, args.op, args.length, core_mask=args.core_mask, core=args.core,
                           params=params, seed=args.seed, fidelity=args.fidelity,
@@ -132,11 +144,35 @@ def cmd_run(args, out: Output) -> int:
         extra = {k: v for k, v in document.items() if k not in ("result", "trace")}
         result.save(args.save, chip_yaml=chip.description_yaml, extra=extra)
         saved = args.save
+    sol = speed_of_light(result.trace_model())
+    band = None
+    if args.uncertainty:
+        with out.progress("timing the ranges' ends"):
+            band = run_band(chip, args, result, run.addresses, params)
     if args.json:
-        out.json({**document, "saved": saved})
+        out.json({**document, "saved": saved, "speed_of_light": to_jsonable(sol.to_dict()),
+                  "uncertainty": to_jsonable(band.to_dict()) if band else None})
+    elif args.csv:
+        row = run_csv_row(result, sol)
+        if band is not None:
+            row.update(band_low_cycles=round(band.band_low), band_high_cycles=round(band.band_high))
+        out.csv([row])
     else:
-        render(result, out, check, trace_path, saved)
+        render(result, out, check, trace_path, saved, sol)
+        if band is not None:
+            render_band(band, out)
     return 0 if check is None or check.ok else 1
+
+
+def run_band(chip: Chip, args, result, addresses: dict[str, int], params: dict):
+    """The band of ``dspsim run``'s call (see :mod:`dspsim.uncertainty`)."""
+    cname = chip.resolve(args.op)
+    call_args = c_arguments(cname.operator, addresses, args.length, params)
+    kwargs = {"core_mask": args.core_mask} if cname.storage == "shared" else {}
+    bound = chip.bind(args.op, tuple(call_args), kwargs, core=args.core, require_written=False)
+    return call_band(chip, bound, result.cycles, result.metadata["dma_model"],
+                     fidelity=args.fidelity, tile_bytes=args.tile_bytes,
+                     source=chip.config.source)
 
 
 # --------------------------------------------------------------------------- the parser

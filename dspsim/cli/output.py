@@ -29,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from dspsim.tables import json_text
+from dspsim.tables import csv_text, json_text
 
 Cell = Union[str, Text]
 
@@ -109,6 +109,11 @@ class Output:
     def json(self, data) -> None:
         """``data`` as indented JSON on stdout (NaN and infinity are not JSON: None)."""
         self.console.file.write(json_text(data))
+        self.console.file.flush()
+
+    def csv(self, rows: Sequence[dict]) -> None:
+        """``rows`` (dicts with the same keys, in order) as CSV on stdout, a header first."""
+        self.console.file.write(csv_text(rows))
         self.console.file.flush()
 
     @contextlib.contextmanager

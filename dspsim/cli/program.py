@@ -5,7 +5,9 @@ import os
 
 from rich.text import Text
 
+from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
+from dspsim.cli.report import render_band, render_speed_of_light
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
 from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
@@ -13,6 +15,9 @@ from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.atomic import check_target
+from dspsim.result import to_jsonable
+from dspsim.traces.speed import SpeedOfLight, speed_of_light
+from dspsim.uncertainty import program_band
 
 
 def cores_text(cores) -> str:
@@ -59,25 +64,72 @@ def add_program(sub) -> None:
                    help="write the program's trace: Perfetto protobuf, or Chrome JSON for a "
                    "name ending in .json (open it in ui.perfetto.dev)")
     add_json_option(p, "the result")
+    p.add_argument("--csv", action="store_true",
+                   help="print one CSV row per call: stream, operator, cores, start, end, "
+                   "cycles, what it waited for, its bound, and read and write bytes and "
+                   "bandwidth per link")
+    p.add_argument("--uncertainty", action="store_true",
+                   help="report the program's cycles as a band from the chip file's assumed "
+                   "values' ranges (one at a time and combined) and the model's own error")
+    add_kernels_option(p)
     p.set_defaults(output_handler=cmd_program)
 
 
 def cmd_program(args, out: Output) -> int:
     if args.trace is not None:
         check_target(args.trace)  # a path that can never be the trace fails before running
-    loaded = load_program(args.file, program_parameters(args.param))
+    loaded = load_program(args.file, program_parameters(args.param),
+                          kernels=args.kernels or None)
     with out.progress("simulating"):
         result = loaded.run(numerics=not args.timing_only, fidelity=args.fidelity,
                             races=args.races)
     if args.trace is not None:
         result.write_trace(args.trace)
+    sol = speed_of_light(result.trace_model())
+    band = None
+    if args.uncertainty:
+        with out.progress("timing the ranges' ends"):
+            band = program_band(loaded, result, fidelity=args.fidelity,
+                                source=loaded.chip.config.source)
     if args.json:
         out.json({"file": args.file, "parameters": loaded.parameters,
                   "buffers": loaded.buffer_table(), "trace": args.trace,
-                  "numerics": not args.timing_only, "result": result.to_dict()})
+                  "numerics": not args.timing_only, "result": result.to_dict(),
+                  "speed_of_light": to_jsonable(sol.to_dict()),
+                  "uncertainty": to_jsonable(band.to_dict()) if band else None})
+    elif args.csv:
+        out.csv(program_csv_rows(result))
     else:
-        render_program(result, out, args.file, args.trace)
+        render_program(result, out, args.file, args.trace, sol)
+        if band is not None:
+            render_band(band, out)
     return 0
+
+
+#: the links a program's CSV reports, in order (every chip has these regions)
+CSV_LINKS = ("ddr", "shared_sram")
+
+
+def program_csv_rows(r: ProgramResult) -> list[dict]:
+    """``program --csv``: one row per call, stable columns (see ``--help``)."""
+    rows = []
+    for c in r.calls:
+        seconds = c.cycles / (r.clock_mhz * 1e6)
+        row = {"call": c.index, "stream": c.stream, "operator": c.operator,
+               "cores": cores_text(c.cores),
+               "core_mask": "" if c.core_mask is None else hex(c.core_mask),
+               "start_cycle": round(c.start_cycle, 2), "end_cycle": round(c.end_cycle, 2),
+               "cycles": round(c.cycles, 2), "waited_for": c.waited_for,
+               "bound": c.result.bound}
+        for link in CSV_LINKS:
+            read = c.result.bytes_read.get(link, 0)
+            written = c.result.bytes_written.get(link, 0)
+            row[f"{link} read bytes"] = read
+            row[f"{link} write bytes"] = written
+            row[f"{link} read GB/s"] = round(read / seconds / 1e9, 4) if seconds else 0.0
+            row[f"{link} write GB/s"] = round(written / seconds / 1e9, 4) if seconds else 0.0
+        rows.append(row)
+    return rows
 
 
 def summary_rows(r: ProgramResult) -> list[tuple[str, str]]:
@@ -96,12 +148,15 @@ def summary_rows(r: ProgramResult) -> list[tuple[str, str]]:
 
 
 def render_program(r: ProgramResult, out: Output, name: str = "program",
-                   trace_path: str | None = None) -> None:
-    """Print a program's report: headline, calls, cores, bounds, critical path."""
+                   trace_path: str | None = None, sol: SpeedOfLight | None = None) -> None:
+    """Print a program's report: headline, speed of light, calls, cores, bounds, critical
+    path."""
     out.line(Text.assemble((name, "bold"), " on ", (r.chip, "bold"),
                            f" ({r.clock_mhz:g} MHz): {len(r.calls)} call{'s' * (len(r.calls) != 1)} "
                            f"on {len(r.streams)} stream{'s' * (len(r.streams) != 1)}, "
                            f"{r.fidelity} fidelity"))
+    if sol is not None:
+        render_speed_of_light(sol, out)
     out.table([text_column("figure"), text_column("value")],
               [(Text(k, style="dim"), v) for k, v in summary_rows(r)],
               show_header=False, boxed=False)
@@ -136,7 +191,8 @@ def cmd_program_sweep(args, out: Output) -> int:
     ignored = [option for option, dest in (
         ("--ops", "ops"), ("--chips", "chips"), ("--lengths", "lengths"), ("--dtypes", "dtypes"),
         ("--core-masks", "core_masks"), ("--cores", "cores"), ("--param", "param"),
-        ("--set", "sets"), ("--seed", "seed"), ("--scheduler", "scheduler"))
+        ("--set", "sets"), ("--seed", "seed"), ("--scheduler", "scheduler"),
+        ("--kernels", "kernels"))
         if getattr(args, dest, None)] + (["--workers"] if getattr(args, "workers", 1) != 1
                                          else [])
     if ignored:  # silently ignoring them would present a study that was not run

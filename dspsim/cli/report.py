@@ -13,6 +13,8 @@ from dspsim.kernels.check import Check
 from dspsim.result import SAVED_FILES, RunResult
 from dspsim.sim.engine.machine import ENGINES
 from dspsim.traces.formats import trace_format
+from dspsim.traces.speed import SpeedOfLight
+from dspsim.uncertainty import Band
 
 
 def _pct(part: float, whole: float) -> str:
@@ -60,11 +62,74 @@ def check_line(check: Check) -> Text:
         f"{check.failures:,} elements outside it{first}")
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def render_speed_of_light(sol: SpeedOfLight, out: Output) -> None:
+    """The speed-of-light table (every resource's busy share and share of its peak), the
+    bound and the advice: what ``run``, ``program`` and ``trace summary`` open with."""
+    out.table([text_column("resource", key=True), number_column("busy"),
+               number_column("of peak"), text_column("detail")],
+              [[r.resource, _share(r.busy_share), _share(r.of_peak), r.detail]
+               for r in sol.rows],
+              title="speed of light: each resource's busy share of the call and share of "
+                    "its peak")
+    out.line("bound: ", (sol.bound, "bold"), " — ", sol.advice)
+
+
+def render_band(band: Band, out: Output, shown: int = 8) -> None:
+    """The estimate's band: the cycles as a range, the keys that move them most, the
+    combined extremes and the model's own error."""
+    def pct(value: float) -> str:
+        return f"{100 * (value / band.cycles - 1):+.1f}%" if band.cycles else "-"
+
+    out.line("cycles: ", (f"{band.cycles:,.0f}", "bold"), f", band {band.band_low:,.0f} .. "
+             f"{band.band_high:,.0f} ({pct(band.band_low)} .. {pct(band.band_high)}): the "
+             f"assumed values' ranges give {band.low_cycles:,.0f} .. {band.high_cycles:,.0f}, "
+             f"the model's own error ±{100 * band.model_error:.2g}% ({band.model_error_source})")
+    if band.combined_low_cycles is not None:
+        out.line(f"combined extremes (every value at the end that lowers, or raises, the "
+                 f"cycles): {band.combined_low_cycles:,.0f} .. {band.combined_high_cycles:,.0f}")
+    moving = band.dominant(shown)
+    total = sum(k.swing for k in band.keys) or 1.0
+    rows = [[k.key, f"{k.low:g}..{k.high:g}", f"{k.low_cycles:,.0f}", f"{k.high_cycles:,.0f}",
+             f"{100 * k.swing / total:.0f}%", k.reason] for k in moving]
+    if rows:
+        out.table([text_column("key", key=True), number_column("range"),
+                   number_column("cycles at low"), number_column("at high"),
+                   number_column("share"), text_column("why this range")], rows,
+                  title="one at a time: the assumed values that move this estimate most")
+    still = [k.key for k in band.keys if k.swing == 0 and k.problem is None]
+    failed = [k for k in band.keys if k.problem is not None]
+    if still:
+        out.line(f"{len(still)} other assumed value{'s' * (len(still) != 1)} with a range "
+                 f"do not move this estimate", style="dim")
+    for k in failed:
+        out.line(("warning:", "yellow"), f" {k.key}: an end of its range cannot run this: "
+                 f"{k.problem}")
+
+
+def run_csv_row(result: RunResult, sol: SpeedOfLight) -> dict:
+    """``run --csv``: the headline figures, then each resource's busy share and share of
+    its peak, then the bound and the advice; the columns depend only on the chip."""
+    row = {k: float(f"{v:.6g}") if isinstance(v, float) else v
+           for k, v in result.to_row().items() if k != "bound"}
+    for region in ("ddr", "shared_sram"):
+        row[f"{region} read bytes"] = result.bytes_read.get(region, 0)
+        row[f"{region} write bytes"] = result.bytes_written.get(region, 0)
+    return {**row, **sol.csv_columns()}
+
+
 def render(result: RunResult, out: Output, check: Check | None = None,
-           trace_path: str | None = None, saved: str | None = None) -> None:
-    """Print the headline numbers, the per-core table, the numeric check and warnings."""
+           trace_path: str | None = None, saved: str | None = None,
+           sol: SpeedOfLight | None = None) -> None:
+    """Print the headline, the speed of light, the headline numbers, the per-core table,
+    the numeric check and warnings."""
     r = result
     out.line(headline(r))
+    if sol is not None:
+        render_speed_of_light(sol, out)
     out.table([text_column("figure"), text_column("value")],
               [(Text(name, style="dim"), value) for name, value in summary_rows(r)],
               show_header=False, boxed=False)

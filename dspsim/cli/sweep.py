@@ -12,7 +12,8 @@ import os
 
 from rich.text import Text
 
-from dspsim.cli.args import int_list, name_list, param_dict, parse_param, parse_seed
+from dspsim.cli.args import (add_kernels_option, int_list, name_list, param_dict, parse_param,
+                             parse_seed)
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.cli.program import cmd_program_sweep
 from dspsim.plots import slug
@@ -73,6 +74,7 @@ def _add_calls(p) -> None:
                        "(default: 1, 2, 4, … up to every core of each chip)")
     p.add_argument("--param", type=parse_param, action="append", default=[],
                    metavar="NAME=VALUE", help="operator parameter, e.g. alpha=0.1 (repeatable)")
+    add_kernels_option(p)
 
 
 def _add_whatif(p) -> None:
@@ -128,7 +130,8 @@ def spec_from_args(args) -> SweepSpec:
         lengths=_flatten(args.lengths), dtypes=_flatten(args.dtypes) or ["fp32"],
         core_masks=_flatten(args.core_masks), core_counts=_flatten(args.cores),
         params=params, numerics=not args.timing_only, seed=args.seed,
-        fidelity=args.fidelity, chip_sets=chip_sets(args.sets))
+        fidelity=args.fidelity, chip_sets=chip_sets(args.sets),
+        kernels=tuple(args.kernels))
 
 
 def default_out(spec: SweepSpec) -> str:

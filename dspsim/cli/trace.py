@@ -9,6 +9,7 @@ import dataclasses
 import os
 
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
+from dspsim.cli.report import render_speed_of_light
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.compare import TraceComparison, compare
 from dspsim.traces.plot import plot_trace
@@ -101,6 +102,8 @@ def render_summary(s: TraceSummary, out: Output) -> None:
     clock = float(s.metadata.get("clock_mhz") or 1.0)
     out.line((s.label, "bold"), f": {s.cycles:,} cycles ({s.cycles / clock:,.3f} µs at "
              f"{clock:g} MHz)")
+    if s.speed_of_light is not None:
+        render_speed_of_light(s.speed_of_light, out)
     out.line("bounded by ", (s.bound, "bold"), f"; critical core (finishes last): "
              f"{critical_text(s)}; "
              + ", ".join(f"{k} {v:,.0f} cycles" for k, v in s.call_cycles.items()))

@@ -3,6 +3,7 @@
 ::
 
     chip: ft78ne                    # a packaged chip or a chip file (relative to this file)
+    kernels: [my_ops.py]            # optional: users' own operators (relative to this file)
     parameters:                     # named numbers; "$name" uses one; the CLI may override
       n: 65536
       mask: 0xff
@@ -37,9 +38,9 @@ from dspsim.programs.calls import enqueue_items
 from dspsim.programs.program import Initial, Program
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
-from dspsim.sim.errors import ConfigError, DspSimError
+from dspsim.sim.errors import ConfigError, DspSimError, KernelDeclarationError
 
-_TOP = ("chip", "description", "parameters", "buffers", "streams")
+_TOP = ("chip", "description", "kernels", "parameters", "buffers", "streams")
 _BUFFER = ("length", "dtype", "address", "region", "init")
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -106,11 +107,13 @@ def parse_value(text: str) -> int | float:
                                f"0x0f, 2^16, 0.5)") from None
 
 
-def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = None
-                 ) -> ProgramFile:
+def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = None,
+                 kernels=None) -> ProgramFile:
     """Read, validate and load a program file onto a fresh chip.
 
-    ``overrides`` replace parameters of the file (each must exist there). Raises
+    ``overrides`` replace parameters of the file (each must exist there). ``kernels`` adds
+    users' own operators (kernel files, as ``Chip(kernels=...)`` takes them) to those the
+    file's ``kernels:`` list names (paths relative to the program file). Raises
     ProgramFileError listing every problem with its key path; nothing is written to the
     chip's memory (buffers are filled by :meth:`ProgramFile.run`).
     """
@@ -122,12 +125,14 @@ def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = Non
         raw = parse_yaml(text, path, "a program file")
     except ConfigError as exc:  # the YAML parser's messages span lines: the CLI prints one
         raise ProgramFileError(" ".join(str(exc).split())) from None
-    return _Loader(path, text, raw, overrides or {}).load()
+    return _Loader(path, text, raw, overrides or {}, kernels).load()
 
 
 class _Loader:
-    def __init__(self, path: str, text: str, raw: Any, overrides: dict[str, Any]) -> None:
+    def __init__(self, path: str, text: str, raw: Any, overrides: dict[str, Any],
+                 kernels=None) -> None:
         self.path, self.text, self.raw, self.overrides = path, text, raw, overrides
+        self.given_kernels = kernels
         self.problems: list[str] = []
 
     def fail_if_any(self) -> None:
@@ -155,7 +160,7 @@ class _Loader:
         if description is not None and not isinstance(description, str):
             self.problem("description", f"must be text, got {description!r}")
         self.params = self.parameters(raw.get("parameters"))
-        chip = self.chip(raw["chip"])
+        chip = self.chip(raw["chip"], self.kernel_files(raw.get("kernels")))
         self.fail_if_any()
         buffers = self.buffers(raw["buffers"], chip)
         self.fail_if_any()
@@ -215,7 +220,24 @@ class _Loader:
             return None
         return value
 
-    def chip(self, node: Any) -> Chip | None:
+    def kernel_files(self, node: Any) -> list:
+        """The kernel files of ``kernels:`` (relative to the program file), then those
+        given by the caller."""
+        files: list = []
+        if node is not None:
+            if isinstance(node, str):
+                node = [node]
+            if not isinstance(node, list) or not all(isinstance(n, str) and n for n in node):
+                self.problem("kernels", f"must be a list of kernel files (Python), got {node!r}")
+                node = []
+            folder = os.path.dirname(os.path.abspath(self.path))
+            files = [os.path.join(folder, n) for n in node]
+        given = self.given_kernels
+        if given is not None:
+            files.extend([given] if isinstance(given, (str, os.PathLike)) else list(given))
+        return files
+
+    def chip(self, node: Any, kernels=None) -> Chip | None:
         if not isinstance(node, str) or not node:
             self.problem("chip", f"must be a chip name or chip file, got {node!r}")
             return None
@@ -223,7 +245,10 @@ class _Loader:
         if name.endswith((".yaml", ".yml")) or os.sep in name:
             name = os.path.join(os.path.dirname(os.path.abspath(self.path)), name)
         try:
-            return Chip(name)
+            return Chip(name, kernels=kernels or None)
+        except KernelDeclarationError as exc:
+            self.problem("kernels", str(exc))
+            return None
         except DspSimError as exc:
             self.problem("chip", str(exc))
             return None

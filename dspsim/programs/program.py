@@ -28,6 +28,7 @@ from dspsim.binding import BoundCall
 from dspsim.methods import operator_doc, operator_signature
 from dspsim.programs.result import ProgramResult, build_result
 from dspsim.seam import Launcher, compute_into_destination, job_for
+from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.machine import check_fidelity
 from dspsim.sim.errors import AddressError, ArgumentError
 from dspsim.sim.memory import Span
@@ -238,6 +239,21 @@ class Program:
                 compute_into_destination(self.chip.memory, self.calls[index].bound)
         return build_result(self.chip.config, streams, [c.bound for c in self.calls], timing,
                             graph, warnings=problems)
+
+    def cycles_on(self, config: ChipConfig, *, fidelity: str = "fast") -> float:
+        """The program's cycles on another description of its chip, timing only (every
+        call's operands where they are): for uncertainty bands and what-ifs. Raises what
+        the other chip cannot run."""
+        items = {c.index: CallItem(c.index, c.label, tuple(o.span for o in c.bound.inputs),
+                                   (c.bound.output.span,)) for c in self.calls}
+        streams = {s.name: [items[i.index] if isinstance(i, EnqueuedCall) else i
+                            for i in s.items] for s in self.streams}
+        graph = build_dependencies(streams)
+        tilings: dict = {}
+        planned = {c.index: plan_call(config, job_for(c.bound), fidelity, tilings)
+                   for c in self.calls}
+        return run_program(config, planned, graph, fidelity=fidelity,
+                           record_slices=False).cycles
 
     def _check_inputs(self, graph, initial: Sequence[Span]) -> None:
         """Every input holds data already, or will (``initial``), or is written by a call

@@ -2,6 +2,7 @@
 critical path and the bounds that no schedule can beat."""
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -15,6 +16,7 @@ from dspsim.sim.program.graph import CallItem, Dependencies, RecordItem, WaitIte
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
 from dspsim.tables import to_jsonable
 from dspsim.traces.build import model_from_program
+from dspsim.traces.usage import CALL_KEY, RESOURCES
 from dspsim.traces.formats import TraceModel, chrome_from_model, write_trace
 
 #: windows of the DDR utilisation time series
@@ -70,6 +72,8 @@ class ProgramResult(TimedInCycles):
     scheduled_events: int
     tiles: int
     warnings: list[str]
+    #: each call that read bytes an earlier call wrote: writer, reader, the reader's operand
+    data_dependencies: list[dict[str, Any]] = field(default_factory=list)
     timing: ProgramTiming | None = field(default=None, repr=False, compare=False,
                                          metadata={"json": False})
 
@@ -96,7 +100,8 @@ class ProgramResult(TimedInCycles):
             self.timing, chip=self.chip, streams=self.streams,
             operators={c.index: c.operator for c in self.calls},
             events=self.events, metadata=self._trace_metadata(), bounds=self.bounds,
-            bound=self.bound, ddr_gbps_per_byte_cycle=self.clock_mhz * 1e-3)
+            bound=self.bound, ddr_gbps_per_byte_cycle=self.clock_mhz * 1e-3,
+            data_dependencies=self.data_dependencies)
 
     def trace(self) -> dict[str, Any]:
         """The program's Chrome trace dict (see :mod:`dspsim.traces.build`)."""
@@ -121,7 +126,20 @@ class ProgramResult(TimedInCycles):
                          "cores": list(c.cores), "start_cycle": c.start_cycle,
                          "end_cycle": c.end_cycle, "waited_for": c.waited_for}
                         for c in self.calls],
+            RESOURCES: self._resources(),
         }
+
+    def _resources(self) -> dict[str, Any]:
+        """The chip's resources as the calls' traces describe them, each call's vector cost
+        keyed by its index (see :mod:`dspsim.traces.usage`)."""
+        if not self.calls:
+            return {}
+        first = dict(self.calls[0].result.metadata.get(RESOURCES) or {})
+        for key in ("one_core_roofline", "cores"):  # a call's figures, not the program's
+            first.pop(key, None)
+        first["vector"] = {str(c.index): c.result.metadata[RESOURCES]["vector"][CALL_KEY]
+                           for c in self.calls if RESOURCES in c.result.metadata}
+        return first
 
 
 def build_result(config: ChipConfig, streams: dict[str, list[CallItem | RecordItem | WaitItem]],
@@ -149,7 +167,33 @@ def build_result(config: ChipConfig, streams: dict[str, list[CallItem | RecordIt
         bounds=bounds, bound=max(bounds, key=bounds.get) if bounds else "none",
         critical_path=_critical_path(records), events=_events(streams, timing),
         scheduled_events=timing.scheduled_events,
-        tiles=sum(r.result.tiles for r in records), warnings=all_warnings, timing=timing)
+        tiles=sum(r.result.tiles for r in records), warnings=all_warnings, timing=timing,
+        data_dependencies=data_dependencies(calls, timing.memory_order))
+
+
+def data_dependencies(calls: Sequence[BoundCall], order: Sequence[int]) -> list[dict[str, Any]]:
+    """For each call, in the order the program computes them, the last earlier call whose
+    output overlaps each of its inputs: ``{"writer", "reader", "operand"}``.
+
+    Outputs are kept sorted by place per storage (a region, or one core's L2); an input
+    is compared only with the outputs of its storage that start below its end.
+    """
+    written: dict[tuple, list[tuple[int, int, int, int]]] = {}  # storage -> sorted outputs
+    found = []
+    for rank, index in enumerate(order):
+        call = calls[index]
+        for operand in call.inputs:
+            span = operand.span
+            outputs = written.get((span.region, span.core), [])
+            last = bisect.bisect_left(outputs, (span.end_offset,))
+            writers = [w for w in outputs[:last] if w[1] > span.offset]
+            if writers:
+                writer = max(writers, key=lambda w: w[2])[3]
+                found.append({"writer": writer, "reader": index, "operand": operand.name})
+        out = call.output.span
+        bisect.insort(written.setdefault((out.region, out.core), []),
+                      (out.offset, out.end_offset, rank, index))
+    return found
 
 
 def _events(streams: dict[str, list[CallItem | RecordItem | WaitItem]],

@@ -1,6 +1,7 @@
 """Sweeps from Python: the axes of ``dspsim sweep`` as arguments, the rows as the answer."""
 from __future__ import annotations
 
+import os
 import tempfile
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -42,7 +43,8 @@ def sweep(ops: str | Sequence[str], chips: str | Sequence[str] | None = None, *,
           params: Mapping[str, float] | None = None,
           sets: Mapping[str, Sequence[float]] | None = None, timing_only: bool = False,
           seed: int = 0, fidelity: str = DEFAULT_FIDELITY, workers: int = 1,
-          scheduler: str | None = None, out: str | None = None) -> SweepRows:
+          scheduler: str | None = None, out: str | None = None,
+          kernels=None) -> SweepRows:
     """Run a sweep and return its rows: what ``dspsim sweep`` does, from Python.
 
     ``sets`` maps chip key paths to values (``{"vector.lane_width_bits": [128, 256]}``),
@@ -51,6 +53,7 @@ def sweep(ops: str | Sequence[str], chips: str | Sequence[str] | None = None, *,
     ``config_digest``. With ``out``, rows are kept in that folder and a second call
     resumes; without it they live in a temporary folder for the call only. Pass the rows
     to :func:`dspsim.sweep.elasticities` or :func:`dspsim.sweep.whatif_points`.
+    ``kernels``: users' own operators, kernel files as ``Chip(kernels=...)`` takes them.
     """
     sets = dict(sets or {})
     spec = SweepSpec(
@@ -61,7 +64,8 @@ def sweep(ops: str | Sequence[str], chips: str | Sequence[str] | None = None, *,
         core_counts=_as_list("cores", cores, int), params=dict(params or {}),
         numerics=not timing_only, seed=seed, fidelity=fidelity,
         chip_sets={key: _as_list(f"sets[{key!r}]", values, (int, float))
-                   for key, values in sets.items()})
+                   for key, values in sets.items()},
+        kernels=tuple([kernels] if isinstance(kernels, (str, os.PathLike)) else kernels or ()))
     if spec.core_masks and spec.core_counts:
         raise ArgumentError("give core_masks or cores, not both")
     the_plan = plan(spec)

@@ -39,13 +39,17 @@ class RunSpec:
     numerics: bool = True
     seed: int = 0
     fidelity: str = DEFAULT_FIDELITY
+    #: users' kernel files (their text), so that any worker can rebuild their operators
+    kernels: tuple[kernels.KernelSource, ...] = ()
 
     @property
     def key(self) -> str:
         """Identity of the run in the row store (numerics and seed do not change timing)."""
         model = "" if self.fidelity == DEFAULT_FIDELITY else f"|fidelity={self.fidelity}"
+        # a user's kernel file changed since the rows were stored makes other runs
+        own = "|kernels=" + ",".join(k.digest[:12] for k in self.kernels) if self.kernels else ""
         return (f"{self.chip.name}|{self.chip.digest}|{self.operator}|n={self.length}|"
-                f"mask={self.core_mask:#x}|{format_params(self.params)}{model}")
+                f"mask={self.core_mask:#x}|{format_params(self.params)}{model}{own}")
 
     @property
     def group(self) -> tuple:
@@ -80,6 +84,8 @@ class SweepSpec:
     #: what-if axes: a key path into the chip description and the values it takes; several
     #: keys make a grid (see :func:`chip_variants`)
     chip_sets: dict[str, list[float]] = field(default_factory=dict)
+    #: users' own operators: kernel files (paths or KernelSource), as Chip(kernels=) takes
+    kernels: tuple = ()
 
 
 @dataclass
@@ -89,37 +95,43 @@ class Plan:
 
 
 # ----------------------------------------------------------------------------- planning
-def resolve_operator(name: str, dtype: str) -> str | None:
+def resolve_operator(name: str, dtype: str,
+                     found: kernels.KernelSet = kernels.LIBRARY) -> str | None:
     """The shared-storage C name of ``name`` in ``dtype``: a stem expands
     (relu_grad → fp_relu_grad_s for fp32), a C name stands for itself (None if its dtype
-    is not ``dtype``)."""
-    cname = kernels.parse(name)
+    is not ``dtype``, or the operator is not written for it); ``found``: the operators."""
+    cname = found.parse(name, any_dtype=True)
     if cname is not None:
         if cname.storage != "shared":
             raise ArgumentError(
                 f"{name} is a private-storage call: it runs on one core and takes no core mask; "
                 f"sweep the shared-storage version {name[:-2]}_s")
-        return name if cname.dtype.name == dtype else None
-    if name in kernels.OPERATORS:
-        return kernels.c_name(kernels.OPERATORS[name], dtype, "shared")
-    everything = list(kernels.OPERATORS) + kernels.names_for(kernels.DTYPES)
+        ok = cname.dtype.name == dtype and cname.operator.supports(dtype)
+        return name if ok else None
+    if name in found:
+        op = found[name]
+        return kernels.c_name(op, dtype, "shared") if op.supports(dtype) else None
+    everything = list(found) + found.names_for(kernels.DTYPES)
     hint = kernels.closest(name, everything)
     raise ArgumentError(f"unknown operator {name!r}" + (f"; did you mean {', '.join(hint)}?"
-                        if hint else f"; operators: {', '.join(kernels.OPERATORS)}"))
+                        if hint else f"; operators: {', '.join(found)}"))
 
 
-def expand_operators(names: list[str]) -> list[str]:
-    """The names as given, with ``all`` standing for every operator of the library."""
+def expand_operators(names: list[str],
+                     found: kernels.KernelSet = kernels.LIBRARY) -> list[str]:
+    """The names as given, with ``all`` standing for every operator of ``found``."""
     expanded = []
     for name in names:
-        expanded.extend(kernels.OPERATORS if name == "all" else [name])
+        expanded.extend(found if name == "all" else [name])
     return list(dict.fromkeys(expanded))
 
 
-def _operator_params(cname: str, given: dict[str, float]) -> tuple[tuple[str, float], ...]:
+def _operator_params(cname: str, given: dict[str, float],
+                     found: kernels.KernelSet = kernels.LIBRARY
+                     ) -> tuple[tuple[str, float], ...]:
     """The call's parameters, checked as ``dspsim run`` checks them (finite, in range,
     representable in the call's dtype), so that a bad value stops the sweep before it runs."""
-    parsed = kernels.parse(cname)
+    parsed = found.parse(cname)
     values = []
     for param in parsed.operator.params:
         if param.name in given:
@@ -200,6 +212,7 @@ def plan(spec: SweepSpec) -> Plan:
         notes.extend(refused)
     if lacking and len(lacking) == len(given):
         raise lacking[0]
+    found = kernels.kernel_set(list(spec.kernels) or None)
     runs: list[RunSpec] = []
     used_params: set[str] = set()
     skipped_masks: dict[str, list[str]] = {}
@@ -209,18 +222,21 @@ def plan(spec: SweepSpec) -> Plan:
         if too_wide:
             skipped_masks.setdefault(too_wide, []).append(label)
         unsupported: dict[str, list[str]] = {}
-        for name in expand_operators(spec.operators):
+        for name in expand_operators(spec.operators, found):
             for dtype in dict.fromkeys(spec.dtypes):
-                cname = resolve_operator(name, dtype)
+                cname = resolve_operator(name, dtype, found)
                 if cname is None:
                     continue
                 if dtype not in chip.dtypes:
                     unsupported.setdefault(dtype, []).append(cname)
                     continue
-                params = _operator_params(cname, spec.params)
+                params = _operator_params(cname, spec.params, found)
                 used_params.update(k for k, _ in params)
+                # only the files a run's operator needs travel with it
+                own = found.sources if found.parse(cname).operator.stem in found.origins \
+                    else ()
                 runs.extend(RunSpec(chip, cname, length, mask, params, spec.numerics, spec.seed,
-                                    spec.fidelity)
+                                    spec.fidelity, own)
                             for length in dict.fromkeys(spec.lengths) for mask in masks)
         notes.extend(f"{label} does not support {dtype} (its dtypes: "
                      f"{', '.join(chip.dtypes)}): skipped {_some(names)}"

@@ -65,7 +65,7 @@ def _place_inputs(run: RunSpec, chip: Chip, cname, addresses) -> list[np.ndarray
 
 def _simulate(run: RunSpec):
     """Place the operands as ``dspsim run`` does, call, and check the numbers if asked."""
-    chip = Chip(run.chip.config())
+    chip = Chip(run.chip.config(), kernels=list(run.kernels) or None)
     cname = chip.resolve(run.operator)
     op = cname.operator
     addresses = place_operands(chip.config, cname, run.length)
@@ -147,7 +147,7 @@ def result_row(run: RunSpec, result, check, baseline_cycles: int | None) -> dict
 
     speedup = baseline_cycles / cycles if baseline_cycles and cycles else None
     row.update({
-        "stem": kernels.parse(run.operator).operator.stem,
+        "stem": run.operator.partition("_")[2].rpartition("_")[0],  # <prefix>_<stem>_<s|p>
         "core_mask": run.core_mask, "core_mask_hex": f"{run.core_mask:#x}",
         "baseline_cycles": baseline_cycles, "speedup": speedup,
         "parallel_efficiency": speedup / len(result.cores) if speedup else None,

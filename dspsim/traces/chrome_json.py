@@ -78,7 +78,7 @@ def chrome_from_model(model: TraceModel) -> dict[str, Any]:
         events.append({
             "name": piece.name, "cat": piece.category, "ph": "X", "ts": micro(start),
             "dur": micro(end - start), "pid": pids[track.group], "tid": tids[piece.track],
-            "args": {"start_cycle": piece.start, "cycles": piece.end - piece.start,
+            "args": {"start_cycle": piece.start, "cycles": round(piece.end - piece.start, 6),
                      **piece.args}})
     for sample in model.samples:
         track = model.tracks[sample.track]
@@ -88,8 +88,11 @@ def chrome_from_model(model: TraceModel) -> dict[str, Any]:
     for flow in model.flows:
         for phase, index in (("s", flow.source), ("f", flow.target)):
             piece = model.slices[index]
+            # the middle of the slice: inside it and, where a zero-length slice (an
+            # event's record) starts as it starts, in no other slice of its thread
+            middle = (spans[index][0] + spans[index][1]) // 2
             event = {"name": "flow", "cat": "flow", "ph": phase, "id": flow.id,
-                     "ts": micro(spans[index][0]), "pid": pids[model.tracks[piece.track].group],
+                     "ts": micro(middle), "pid": pids[model.tracks[piece.track].group],
                      "tid": tids[piece.track]}
             if phase == "f":
                 event["bp"] = "e"  # bind to the slice that encloses ts, as "s" does

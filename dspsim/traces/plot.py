@@ -1,9 +1,20 @@
-"""The Gantt chart of a trace: cores × engines over time, the DDR bandwidth beneath."""
+"""The Gantt chart of a trace: cores × engines over time, the DDR bandwidth beneath.
+
+A row whose slices are too many for the image's pixels is drawn as busy density: in a
+frame marking 100%, each pixel column filled to the share of its cycles the engine was
+busy, so that an engine 58% busy throughout shows as a band 58% high all along, never as
+white gaps between sub-pixel bars.
+Wider slices are drawn as bars with edges in a darker shade of their colour (white edges
+would eat the busy time of thin bars). A program's streams come first, in the program's
+order, each call a labelled bar on its stream's row.
+"""
 from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from dspsim.plots import pyplot
 from dspsim.atomic import write_atomically
@@ -20,9 +31,13 @@ class Row:
     cores: list[int]  # empty for the call's own track
     thread: str
     bars: list[tuple[float, float]]  # (start, cycles)
+    #: a program stream's calls: (name, start, end), drawn as labelled bars
+    calls: list[tuple[str, float, float]] = field(default_factory=list)
 
     @property
     def engine(self) -> str:
+        if self.thread.startswith("stream "):  # a program stream's launches and barriers
+            return "call"
         return self.thread.partition(".")[0]
 
 
@@ -66,8 +81,16 @@ def chart_rows(trace, collapse: bool = False) -> list[Row]:
     tracks: dict[tuple, list[tuple[str, float, float]]] = {}
     for s in trace.slices:
         tracks.setdefault((s.core, s.thread), []).append((s.name, s.start, s.cycles))
-    call = [Row([], thread, [(a, c) for _, a, c in sorted(bars, key=lambda b: b[1])])
-            for (core, thread), bars in tracks.items() if core is None]
+    streams = list(getattr(trace, "streams", []) or [])
+    calls = getattr(trace, "calls", []) or []
+    call = [Row([], f"stream {name}",
+                [(a, c) for _, a, c in sorted(tracks.get((None, f"stream {name}"), []),
+                                              key=lambda b: b[1])],
+                sorted(((n, a, b) for st, n, a, b in calls if st == name), key=lambda c: c[1]))
+            for name in streams]
+    call += [Row([], thread, [(a, c) for _, a, c in sorted(bars, key=lambda b: b[1])])
+             for (core, thread), bars in tracks.items()
+             if core is None and thread not in {f"stream {n}" for n in streams}]
     per_core: dict[int, dict[str, list]] = {}
     for (core, thread), bars in tracks.items():
         if core is not None:
@@ -101,6 +124,8 @@ def legend_entries(rows: list[Row]) -> list[tuple[str, str]]:
 
 def _label(row: Row) -> str:
     if not row.cores:
+        if row.calls:
+            return f"{row.thread} (calls)"
         return "call (launch, barrier)" if row.thread == "call" else row.thread
     who = f"core {row.cores[0]}" if len(row.cores) == 1 else f"cores {core_list(row.cores)}"
     return f"{who} · {row.thread}"
@@ -131,10 +156,13 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
     fig, (gantt, ddr) = plt.subplots(
         2, 1, sharex=True, figsize=(12, 1.6 + 0.28 * height + 2.2),
         gridspec_kw={"height_ratios": [max(2.0, 0.28 * height), 2.0], "hspace": 0.08})
+    total = trace.total_cycles
+    dense_rows = 0
     for index, row in enumerate(rows):
         color = ENGINE_COLORS.get(row.engine, OTHER_COLOR)
-        gantt.broken_barh(row.bars, (index - 0.38, 0.76), facecolors=color,
-                          edgecolors="white", linewidth=0.4)
+        if row.calls:
+            _draw_calls(gantt, index, row.calls, total)
+        dense_rows += _draw_bars(gantt, index, row.bars, color, total)
     gantt.set_yticks(range(len(rows)))
     gantt.set_yticklabels([_label(row) for row in rows], fontsize=8)
     for tick, row in zip(gantt.get_yticklabels(), rows):
@@ -143,6 +171,9 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
     gantt.set_ylim(len(rows) - 0.5, -0.5)
     gantt.grid(True, axis="x", alpha=0.3)
     handles = [Patch(color=color, label=label) for label, color in legend_entries(rows)]
+    if dense_rows:
+        handles.append(Patch(facecolor="white", edgecolor="0.3",
+                             label="framed rows: height =\nbusy share per pixel"))
     if handles:
         gantt.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0),
                      fontsize=8)
@@ -152,7 +183,6 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
     clock = float(trace.metadata.get("clock_mhz") or 1.0)
     top = gantt.secondary_xaxis("top", functions=(lambda c: c / clock, lambda us: us * clock))
     top.set_xlabel("time (µs)")
-    total = trace.total_cycles
     extra = f", bound: {bound}" if bound else ""
     cycles = math.ceil(total - 1e-9)
     gantt.set_title(f"{trace.label()} — {cycles:,} cycles ({cycles / clock:,.2f} µs){extra}"
@@ -185,6 +215,88 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
     fig.savefig(image, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return write_atomically(image.getvalue(), path, what="plot")
+
+
+#: Pixel columns of the chart's time axis (12 inches at the image's 110 dots per inch,
+#: less the labels): busy density is computed at this resolution.
+PIXELS = 1100
+#: Bars narrower than this many pixels (the median of a row) make the row dense, when it
+#: has more than DENSE_BARS of them (a few thin bars, a launch, are drawn as bars).
+DENSE_PIXELS = 3.0
+DENSE_BARS = 50
+
+
+def merged(bars: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """The union of (start, cycles) bars as sorted disjoint (starts, ends) arrays."""
+    if not bars:
+        return np.zeros(0), np.zeros(0)
+    data = np.asarray(bars, float)
+    order = np.argsort(data[:, 0], kind="stable")
+    starts, ends = data[order, 0], data[order, 0] + data[order, 1]
+    reach = np.maximum.accumulate(ends)
+    new = np.ones(len(starts), bool)
+    new[1:] = starts[1:] > reach[:-1]  # a gap before this bar: a new busy stretch
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(starts) - 1)
+    return starts[first], reach[last]
+
+
+def busy_density(bars: list[tuple[float, float]], total: float, bins: int) -> np.ndarray:
+    """The share of each of ``bins`` equal stretches of [0, total] that ``bars`` cover."""
+    starts, ends = merged(bars)
+    if not len(starts) or total <= 0:
+        return np.zeros(bins)
+    # busy cycles before t, piecewise linear through each stretch's start and end
+    lengths = ends - starts
+    before = np.concatenate(([0.0], np.cumsum(lengths)[:-1]))
+    xs = np.column_stack((starts, ends)).ravel()
+    ys = np.column_stack((before, before + lengths)).ravel()
+    edges = np.linspace(0.0, total, bins + 1)
+    covered = np.interp(edges, xs, ys, left=0.0, right=float(ys[-1]))
+    return np.clip(np.diff(covered) / (total / bins), 0.0, 1.0)
+
+
+def _darker(color: str) -> tuple[float, float, float]:
+    from matplotlib.colors import to_rgb  # noqa: PLC0415
+    return tuple(0.6 * c for c in to_rgb(color))
+
+
+def _draw_bars(axes, index: int, bars: list[tuple[float, float]], color: str,
+               total: float) -> int:
+    """One row's busy time: bars, or busy density where bars would be sub-pixel; returns
+    1 for a dense row, 0 otherwise."""
+    if not bars:
+        return 0
+    widths = np.asarray([c for _, c in bars], float)
+    pixel = (total or 1.0) / PIXELS
+    if len(bars) <= DENSE_BARS or float(np.median(widths)) >= DENSE_PIXELS * pixel:
+        axes.broken_barh(bars, (index - 0.38, 0.76), facecolors=color,
+                         edgecolors=[_darker(color)], linewidth=0.3)
+        return 0
+    share = busy_density(bars, total, PIXELS)
+    edges = np.linspace(0.0, total, PIXELS + 1)
+    base = index + 0.38  # the row's bottom (rows run down the axis)
+    # the busy share as the filled height of the row, in full colour: 58% busy throughout
+    # is a band 58% high all along, never a row of gaps; the frame marks 100%
+    axes.fill_between(edges, base, base - 0.76 * np.append(share, share[-1]), step="post",
+                      color=color, linewidth=0, zorder=2)
+    axes.broken_barh([(0, total)], (index - 0.38, 0.76), facecolors="none",
+                     edgecolors=[_darker(color)], linewidth=0.4, zorder=2)
+    return 1
+
+
+def _draw_calls(axes, index: int, calls: list[tuple[str, float, float]], total: float) -> None:
+    """A program stream's calls: a light bar each, labelled with its name, centred in the
+    bar when it fits, else from the bar's start on a pale box over what follows."""
+    pixel = (total or 1.0) / PIXELS
+    for name, start, end in calls:
+        axes.broken_barh([(start, end - start)], (index - 0.45, 0.9), facecolors="0.88",
+                         edgecolors="0.35", linewidth=0.6, zorder=1)
+        fits = (end - start) / pixel >= 6.5 * len(name)
+        axes.text(start + (end - start) / 2 if fits else start, index, name, fontsize=7,
+                  ha="center" if fits else "left", va="center", zorder=4, clip_on=True,
+                  bbox=None if fits else {"boxstyle": "square,pad=0.1", "facecolor": "white",
+                                          "alpha": 0.8, "linewidth": 0})
 
 
 def _thread_rank(thread: str) -> tuple[int, int, str]:

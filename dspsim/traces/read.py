@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.build import DDR_COUNTER
 from dspsim.traces.formats import read_model
-from dspsim.traces.model import finite_number
+from dspsim.traces.model import TraceModel, finite_number
 
 CALL = "call"
 
@@ -48,6 +48,12 @@ class Trace:
     total_cycles: float
     slices: list[TraceSlice]
     ddr: list[tuple[float, float]]  # (cycle, GB/s in use from then on)
+    #: the whole file as read (slices, counters, flows, metadata)
+    model: TraceModel | None = field(default=None, repr=False)
+    #: a program's calls on their streams' tracks: (stream, call name, start, end), the
+    #: streams in the program's order
+    calls: list[tuple[str, str, float, float]] = field(default_factory=list)
+    streams: list[str] = field(default_factory=list)
 
     @property
     def cores(self) -> list[int]:
@@ -126,16 +132,23 @@ def read_trace(path: str | os.PathLike) -> Trace:
     metadata = _metadata(model.metadata, path)
     cores = {group: _core_of(group, path) for group in model.groups()}
     slices = []
+    calls = []
     for piece in model.slices:
-        if piece.args.get("program_slice"):
-            continue  # a program's parent slice of a call (or an event), not engine activity
         track = model.tracks[piece.track]
+        if piece.args.get("program_slice"):
+            # a program's parent slice of a call (or an event), not engine activity
+            if track.name.startswith("stream ") and piece.category == "call":
+                calls.append((track.name[len("stream "):], piece.name, piece.start, piece.end))
+            continue
         slices.append(TraceSlice(cores[track.group], track.name, piece.name, piece.start,
                                  piece.end - piece.start,
                                  _slice_args(piece.args, f"{path}: slice {piece.name[:40]!r}")))
     ddr = [(round(s.at), s.value) for s in model.samples
            if model.tracks[s.track].name == DDR_COUNTER]
-    return Trace(path, metadata, metadata["total_cycles"], slices, sorted(ddr))
+    streams = [t.name[len("stream "):] for t in model.tracks if t.name.startswith("stream ")
+               and _core_of(t.group, path) is None]
+    return Trace(path, metadata, metadata["total_cycles"], slices, sorted(ddr), model,
+                 calls, streams)
 
 
 #: What the simulator measured and the summary reports as is.

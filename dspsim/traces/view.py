@@ -24,6 +24,8 @@ import numpy as np
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import ENGINES as ENGINE_ORDER
 from dspsim.traces.read import CALL, MODEL_METADATA, Trace, TraceSlice, read_trace
+from dspsim.traces.speed import SpeedOfLight, speed_of_light
+from dspsim.traces.usage import RESOURCES
 
 __all__ = ["CALL", "MODEL_METADATA", "MAX_BUCKETS", "Trace", "TraceSlice", "TraceSummary",
            "CoreSummary", "check_buckets", "gaps", "intersection", "length_of", "merge",
@@ -105,6 +107,9 @@ class TraceSummary:
     critical_core: int | None
     finishing_together: list[int]  # cores finishing within a cycle of the critical core
     engines: list[str] = field(default_factory=list)
+    #: every resource's busy share and share of peak, the bound and the advice (None for a
+    #: trace written before traces described their resources)
+    speed_of_light: SpeedOfLight | None = None
 
     @property
     def cycles(self) -> int:
@@ -196,5 +201,7 @@ def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
         ddr_saturated_share=saturated / total if total else 0.0,
         ddr_peak_gbps=float(meta["ddr_peak_gbps"]), ddr_achievable_gbps=achievable,
         roofline_terms=terms, bound=bound, critical_core=critical.core if critical else None,
-        finishing_together=together, engines=engines)
+        finishing_together=together, engines=engines,
+        speed_of_light=(speed_of_light(trace.model) if trace.model is not None
+                        and trace.model.metadata.get(RESOURCES) else None))
 

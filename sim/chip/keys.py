@@ -110,6 +110,12 @@ CHIP_SCHEMA: dict[str, Field] = {
         "launch_cycles": Field("number", non_negative=True),
         "barrier_cycles": Field("number", non_negative=True),
     }),
+    # plausible ranges of assumed values, by key path (see dspsim.sim.chip.ranges)
+    "assumed_ranges": Field("mapping", optional=True, item=Field("section", schema={
+        "low": Field("number", optional=True),
+        "high": Field("number", optional=True),
+        "reason": Field("str"),
+    })),
     "example_addresses": Field("section", optional=True, schema={
         "shared_inputs": Field("list", item=Field("int", check=_address)),
         "shared_output": Field("int", check=_address),

@@ -134,6 +134,7 @@ class Activity(NamedTuple):
     end: float
     name: str = ""  # call-level activities: their name; transfers: the engine that moved it
     cycles: float = 0.0  # call-level activities only: their configured cycles
+    granted: float = 0.0  # transfers: when the engine took it (setup and wait end there)
 
 
 class SliceLog:
@@ -159,8 +160,9 @@ class SliceLog:
         self._expanded: dict[float, list[Slice]] = {}
 
     def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
-                 start: float, end: float, served_by: str) -> None:
-        self.activities.append(Activity(group, engine, operand, tile, start, end, served_by))
+                 start: float, end: float, served_by: str, granted: float) -> None:
+        self.activities.append(Activity(group, engine, operand, tile, start, end, served_by,
+                                        0.0, granted))
 
     def compute(self, group: CoreGroup, tile: int | None, start: float, end: float) -> None:
         self.activities.append(Activity(group, COMPUTE, None, tile, start, end))
@@ -224,6 +226,8 @@ class SliceLog:
                     "tile": tile, "operand": operand.name, "bytes": (hi - lo) * job.itemsize,
                     "address": hex(operand.span.address + lo * job.itemsize),
                     "region": operand.span.region, "setup_cycles": self.setup_cycles,
+                    # the engine is held, and the links carry its bytes, only this long
+                    "data_cycles": end - (activity.granted - origin),
                     "dma_engine": activity.name if member is first_member else
                     self.engine_on(activity.name, first_member.core, member.core),
                     "elements": [lo, hi]})

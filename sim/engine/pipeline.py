@@ -30,7 +30,7 @@ class _TileTransfer:
     """
 
     __slots__ = ("pipeline", "direction", "thread", "operand", "tile", "nbytes", "engine",
-                 "started", "then")
+                 "started", "granted", "then")
 
     def __init__(self, pipeline: "_Pipeline", direction: str, thread: str, operand: Operand,
                  tile: int, nbytes: int, then: Callable) -> None:
@@ -42,6 +42,7 @@ class _TileTransfer:
         self.nbytes = nbytes
         self.engine = None
         self.started = 0.0
+        self.granted = 0.0  # when an engine took it: its data moves from then on
         self.then = then
 
     def start(self) -> None:
@@ -58,6 +59,7 @@ class _TileTransfer:
     def _granted(self, engine) -> None:
         pipeline = self.pipeline
         self.engine = engine
+        self.granted = pipeline.model.env.now
         pipeline.datapath.transfer(pipeline.group, self.direction, self.operand, self.nbytes,
                                    engine.rate, self._moved)
 
@@ -69,7 +71,7 @@ class _TileTransfer:
         now = model.env.now
         if model.log is not None:
             model.log.transfer(group, self.thread, self.operand, self.tile, self.started, now,
-                               self.engine.name)
+                               self.engine.name, self.granted)
         pipeline.in_flight.remove(self)
         model.pools[group.core].release(self.engine)
         self.then()
