@@ -9,14 +9,16 @@ worker, local or remote, can rebuild the chip without access to the user's files
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from dspsim import kernels
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.chip.overrides import split_key
-from dspsim.sweep.chips import (ChipSpec, chip_label, chip_variants, format_overrides,
-                                unique_chips)
+from dspsim.sweep.chips import (ChipSpec, SkippedNotes, chip_label, chip_variants,
+                                format_overrides, own_values, unique_chips, variant_count)
+from dspsim.sweep.files import CALL_SCHEMA
+from dspsim.sweep.study import Plan
 
 __all__ = ["BASELINE_MASK", "DEFAULT_FIDELITY", "ChipSpec", "Plan", "RunSpec", "SweepSpec",
            "format_overrides", "format_params", "masks_for", "plan", "resolve_operator"]
@@ -80,12 +82,6 @@ class SweepSpec:
     #: what-if axes: a key path into the chip description and the values it takes; several
     #: keys make a grid (see :func:`chip_variants`)
     chip_sets: dict[str, list[float]] = field(default_factory=dict)
-
-
-@dataclass
-class Plan:
-    runs: list[RunSpec]
-    notes: list[str]
 
 
 # ----------------------------------------------------------------------------- planning
@@ -181,57 +177,131 @@ def _some(names: list[str], shown: int = 4) -> str:
     return f"{', '.join(names[:shown])}, … ({len(names)} in all)"
 
 
+class _Labels:
+    """Chip labels per skip reason, the first few kept and the rest counted."""
+
+    def __init__(self) -> None:
+        self.by_reason: dict[str, tuple[list[str], list[int], set[int]]] = {}
+
+    def add(self, reason: str, label: str, cores: int) -> None:
+        labels, counts, sizes = self.by_reason.setdefault(reason, ([], [0], set()))
+        if len(labels) < 5:
+            labels.append(label)
+        counts[0] += 1
+        sizes.add(cores)
+
+    def notes(self, template) -> list[str]:
+        return [template(reason, _shown(labels, counts[0]), counts[0] == 1, sizes)
+                for reason, (labels, counts, sizes) in self.by_reason.items()]
+
+
+def _shown(labels: list[str], count: int) -> str:
+    if count <= 4:
+        return ", ".join(labels)
+    return f"{', '.join(labels[:4])}, … ({count:,} in all)"
+
+
 def plan(spec: SweepSpec) -> Plan:
-    """Every run of the sweep, and a note for each combination a chip cannot run."""
+    """The runs of the sweep, counted now and built as they are asked for.
+
+    Everything that can be checked without building what-if variants is checked here
+    (operators, parameters, dtypes, keys, chips), so that a bad request fails before any
+    folder is made; the plan's :attr:`~Plan.count` bounds the runs from above.
+    """
     _check_spec(spec)
-    chips: list[ChipSpec] = []
-    notes: list[str] = []
-    lacking: list[ConfigError] = []
     given = unique_chips(spec.chips)
+    notes: list[str] = []
+    chips: list[tuple[ChipSpec, dict[str, list[float]]]] = []
+    lacking: list[ConfigError] = []
     for chip in given:
         try:
-            variants, refused = chip_variants(chip, spec.chip_sets)
+            own_values(chip, spec.chip_sets)
+            chips.append((chip, spec.chip_sets))
         except ConfigError as exc:
             # a key another chip of the sweep has (FT78NE's dma.controllers, say): this chip
             # runs as given; a key no chip has is a typo and stops the sweep
             lacking.append(exc)
-            variants, refused = [chip], [f"{chip.name}: runs only as given: {exc}"]
-        chips.extend(variants)
-        notes.extend(refused)
+            chips.append((chip, {}))
+            notes.append(f"{chip.name}: runs only as given: {exc}")
     if lacking and len(lacking) == len(given):
         raise lacking[0]
-    runs: list[RunSpec] = []
+    calls = _calls(spec)
+    count = baselines = 0
+    widest = max(spec.chip_sets.get("cores", [0]), default=0)
+    for chip, sets in chips:
+        masks, _ = masks_for(spec, max(chip.cores, int(widest) if "cores" in sets else 0))
+        supported = sum(1 for _, dtype, _ in calls if dtype in chip.dtypes)
+        groups = variant_count(sets) * supported * len(dict.fromkeys(spec.lengths))
+        count += groups * len(masks)
+        baselines += 0 if BASELINE_MASK in masks else groups
+    if not count:
+        runs = list(_call_runs(spec, calls, chips, notes[:]))
+        if not runs:
+            raise ArgumentError("nothing to run: " + ("; ".join(
+                _call_notes(spec, calls, chips)) or "empty sweep"))
+    sizes = [f"{len(dict.fromkeys(v)):,}" for v in spec.chip_sets.values()]
+    shape = [f"{' × '.join(sizes)} what-if values"] if sizes else []
+    shape += [f"{len(calls):,} operator{'s' * (len(calls) != 1)}",
+              f"{len(dict.fromkeys(spec.lengths)):,} length{'s' * (len(spec.lengths) != 1)}",
+              f"{len(given):,} chip{'s' * (len(given) != 1)}"]
+    return Plan(CALL_SCHEMA, count, baselines, " × ".join(shape), notes,
+                lambda found: _call_runs(spec, calls, chips, found))
+
+
+def _calls(spec: SweepSpec) -> list[tuple[str, str, tuple[tuple[str, float], ...]]]:
+    """Every (C name, dtype, parameters) of the sweep, checked once for all chips."""
+    calls = []
     used_params: set[str] = set()
-    skipped_masks: dict[str, list[str]] = {}
-    for chip in chips:
-        masks, too_wide = masks_for(spec, chip.cores)
-        label = chip_label(chip)
-        if too_wide:
-            skipped_masks.setdefault(too_wide, []).append(label)
-        unsupported: dict[str, list[str]] = {}
-        for name in expand_operators(spec.operators):
-            for dtype in dict.fromkeys(spec.dtypes):
-                cname = resolve_operator(name, dtype)
-                if cname is None:
-                    continue
+    for name in expand_operators(spec.operators):
+        for dtype in dict.fromkeys(spec.dtypes):
+            cname = resolve_operator(name, dtype)
+            if cname is None:
+                continue
+            params = _operator_params(cname, spec.params)
+            used_params.update(k for k, _ in params)
+            calls.append((cname, dtype, params))
+    unused = sorted(set(spec.params) - used_params)
+    if unused and calls:
+        raise ArgumentError(f"no swept operator has parameter {unused[0]!r}; check --param")
+    if not calls:
+        raise ArgumentError("nothing to run: no operator of --ops exists in the dtypes "
+                            f"{', '.join(spec.dtypes)}")
+    return calls
+
+
+def _call_notes(spec, calls, chips) -> list[str]:
+    notes: list[str] = []
+    for _ in _call_runs(spec, calls, chips, notes):
+        pass
+    return notes
+
+
+def _call_runs(spec: SweepSpec, calls, chips, notes: list[str]) -> Iterator[RunSpec]:
+    """The runs, variant after variant; notes of what a chip cannot run go to ``notes``
+    when the last run has been handed out."""
+    skipped = SkippedNotes(notes)
+    too_wide, lacking_dtype = _Labels(), _Labels()
+    for given, sets in chips:
+        for chip in chip_variants(given, sets, skipped):
+            masks, wide = masks_for(spec, chip.cores)
+            label = chip_label(chip)
+            if wide:
+                too_wide.add(wide, label, chip.cores)
+            unsupported: dict[str, list[str]] = {}
+            for cname, dtype, params in calls:
                 if dtype not in chip.dtypes:
                     unsupported.setdefault(dtype, []).append(cname)
                     continue
-                params = _operator_params(cname, spec.params)
-                used_params.update(k for k, _ in params)
-                runs.extend(RunSpec(chip, cname, length, mask, params, spec.numerics, spec.seed,
-                                    spec.fidelity)
-                            for length in dict.fromkeys(spec.lengths) for mask in masks)
-        notes.extend(f"{label} does not support {dtype} (its dtypes: "
-                     f"{', '.join(chip.dtypes)}): skipped {_some(names)}"
-                     for dtype, names in unsupported.items())
-    for what, labels in skipped_masks.items():
-        cores = {c.cores for c in chips if chip_label(c) in labels}
-        has = f"has {cores.pop()} cores" if len(cores) == 1 else "has fewer cores"
-        notes.append(f"{_some(labels)} {has}: skipped {what}")
-    unused = sorted(set(spec.params) - used_params)
-    if unused and runs:
-        raise ArgumentError(f"no swept operator has parameter {unused[0]!r}; check --param")
-    if not runs:
-        raise ArgumentError("nothing to run: " + ("; ".join(notes) or "empty sweep"))
-    return Plan(runs, notes)
+                for length in dict.fromkeys(spec.lengths):
+                    for mask in masks:
+                        yield RunSpec(chip, cname, length, mask, params, spec.numerics,
+                                      spec.seed, spec.fidelity)
+            for dtype, names in unsupported.items():
+                lacking_dtype.add(f"{dtype} (its dtypes: {', '.join(chip.dtypes)}): skipped "
+                                  f"{_some(names)}", label, chip.cores)
+    skipped.summary()
+    notes.extend(lacking_dtype.notes(
+        lambda what, labels, one, _: f"{labels} {'does' if one else 'do'} not support {what}"))
+    notes.extend(too_wide.notes(
+        lambda what, labels, one, sizes: f"{labels} {'has' if one else 'have'} "
+        f"{f'{min(sizes)} cores' if len(sizes) == 1 else 'fewer cores'}: skipped {what}"))

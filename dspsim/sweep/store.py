@@ -24,7 +24,8 @@ import time
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sweep.files import (COLUMNS, REQUIRED, StoreError, append_whole, atomic_write,
+from dspsim.sweep.study import Schema
+from dspsim.sweep.files import (CALL_SCHEMA, COLUMNS, REQUIRED, StoreError, append_whole, atomic_write,
                                 csv_text, fsync_file, interrupts_deferred, json_safe, os_problem,
                                 read_rows, row_line, truncate_quietly)
 
@@ -42,10 +43,16 @@ SYNC_INTERVAL_S = 1.0
 
 
 class RowStore:
-    """The rows of one sweep folder; use as a context manager around a sweep."""
+    """The rows of one sweep folder; use as a context manager around a sweep.
 
-    def __init__(self, folder: str) -> None:
+    ``schema`` says which kind of study the folder keeps (call sweeps unless told): its
+    rows.csv columns, and what every stored row must hold. A folder holding rows of
+    another kind is refused when opened.
+    """
+
+    def __init__(self, folder: str, schema: Schema = CALL_SCHEMA) -> None:
         self.folder = folder
+        self.schema = schema
         self.rows: dict[str, dict[str, Any]] = {}
         self.notes: list[str] = []
         self.repaired_bytes = 0
@@ -60,6 +67,11 @@ class RowStore:
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> "RowStore":
         """Lock the folder, load finished rows (repairing a torn tail) and rebuild the views."""
+        if not self.folder:
+            raise StoreError("the sweep's --out folder is empty; give a folder name")
+        if os.path.exists(self.folder) and not os.path.isdir(self.folder):
+            raise StoreError(f"--out {self.folder} exists and is not a folder; choose a "
+                             f"folder path")
         try:
             os.makedirs(self.folder, exist_ok=True)
         except OSError as exc:
@@ -81,7 +93,7 @@ class RowStore:
             raise StoreError(f"{jsonl} is not a regular file; move it away or choose another "
                              f"--out folder")
         if os.path.exists(jsonl):
-            rows, good_end = read_rows(jsonl)
+            rows, good_end = read_rows(jsonl, self.schema)
             size = os.path.getsize(jsonl)
             if good_end < size:
                 self.repaired_bytes = size - good_end
@@ -142,7 +154,7 @@ class RowStore:
         A StoreError (disk full, file-size limit, folder gone) leaves both files as they
         were before the row.
         """
-        line, text = row_line(row), csv_text([row], header=False).encode("utf-8")
+        line, text = row_line(row), csv_text([row], False, self.schema.columns).encode("utf-8")
         sync = time.monotonic() - self._last_sync >= SYNC_INTERVAL_S
         with interrupts_deferred():
             try:
@@ -177,7 +189,7 @@ class RowStore:
     def write_json(self) -> None:
         """Rewrite rows.json (atomically) from every row of the folder."""
         started = time.monotonic()
-        document = {"columns": list(COLUMNS),
+        document = {"study": self.schema.study, "columns": list(self.schema.columns),
                     "rows": [{k: json_safe(v) for k, v in r.items()} for r in self.rows.values()],
                     "notes": self.notes}
         atomic_write(self.path(JSON), json.dumps(document, indent=1).encode("utf-8"))
@@ -185,5 +197,6 @@ class RowStore:
         self._json_seconds = self._last_json_write - started
 
     def _rewrite_views(self) -> None:
-        atomic_write(self.path(CSV), csv_text(self.rows.values(), header=True).encode("utf-8"))
+        atomic_write(self.path(CSV), csv_text(self.rows.values(), True,
+                                                   self.schema.columns).encode("utf-8"))
         self.write_json()
