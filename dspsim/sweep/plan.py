@@ -226,13 +226,14 @@ def plan(spec: SweepSpec) -> Plan:
     if lacking and len(lacking) == len(given):
         raise lacking[0]
     calls = _calls(spec)
-    count = baselines = 0
+    count = baselines = most_masks = 0
     widest = max(spec.chip_sets.get("cores", [0]), default=0)
     for chip, sets in chips:
         masks, _ = masks_for(spec, max(chip.cores, int(widest) if "cores" in sets else 0))
         supported = sum(1 for _, dtype, _ in calls if dtype in chip.dtypes)
         groups = variant_count(sets) * supported * len(dict.fromkeys(spec.lengths))
         count += groups * len(masks)
+        most_masks = max(most_masks, len(masks))
         baselines += 0 if BASELINE_MASK in masks else groups
     if not count:
         runs = list(_call_runs(spec, calls, chips, notes[:]))
@@ -243,7 +244,8 @@ def plan(spec: SweepSpec) -> Plan:
     shape = [f"{' × '.join(sizes)} what-if values"] if sizes else []
     shape += [f"{len(calls):,} operator{'s' * (len(calls) != 1)}",
               f"{len(dict.fromkeys(spec.lengths)):,} length{'s' * (len(spec.lengths) != 1)}",
-              f"{len(given):,} chip{'s' * (len(given) != 1)}"]
+              f"{len(given):,} chip{'s' * (len(given) != 1)}",
+              f"up to {most_masks:,} core mask{'s' * (most_masks != 1)}"]
     return Plan(CALL_SCHEMA, count, baselines, " × ".join(shape), notes,
                 lambda found: _call_runs(spec, calls, chips, found))
 

@@ -69,6 +69,7 @@ def plot_program_study(rows: list[Row], parameters: list[str], path: str) -> str
         ax.set_xticklabels([shown_value(first, v) for v in xs],
                            rotation=30 if len(xs) > 6 else 0)
         ax.set_xlabel(first)
+        ax.set_xlim(-0.4, len(xs) - 0.6)
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
     cycles_ax.yaxis.set_major_formatter(FuncFormatter(_whole))

@@ -74,7 +74,7 @@ class ProgramSweepSpec:
     program: str
     vary: dict[str, list] = field(default_factory=dict)
     chip_sets: dict[str, list[float]] = field(default_factory=dict)
-    numerics: bool = False
+    numerics: bool = True
     fidelity: str = "fast"
 
 
@@ -86,7 +86,7 @@ class ProgramRun:
     program: str  # the file's path
     program_digest: str  # of the file's text: an edited file means new rows
     parameters: tuple[tuple[str, Any], ...]
-    numerics: bool = False
+    numerics: bool = True
     fidelity: str = "fast"
 
     @property
