@@ -223,7 +223,7 @@ def cmd_sweep(args, out: Output) -> int:
     the_plan.check_size(args.max_runs)  # so does a grid too large to mean
     with RowStore(folder, the_plan.schema) as store:  # locked and writable, or refused
         out.errors.print(Text(f"planned: {the_plan.describe()} ({the_plan.shape}) into "
-                              f"{folder}"), highlight=False, soft_wrap=True)
+                              f"{folder}"), highlight=False, soft_wrap=not out.errors.is_terminal)
         with make_executor(args.workers, args.scheduler) as executor, _resume_hint(store, out):
             outcome = _run(the_plan, store, executor, out)
         rows = [store.rows[k] for k in outcome.keys]
