@@ -15,7 +15,8 @@ import pytest
 from dspsim.sim.errors import ArgumentError
 from dspsim.sweep import (ProgramSweepSpec, SweepSpec, elasticities, plan, plan_program,
                           rows_for_plots, sweep)
-from dspsim.sweep.chips import ChipSpec, SkippedNotes, chip_variants, variant_count
+from dspsim.sweep.chips import ChipSpec, chip_variants, variant_count
+from dspsim.sweep.notes import SkippedNotes
 from dspsim.sweep.store import RowStore
 
 from terminal import dspsim_cli
@@ -292,3 +293,11 @@ def test_rows_for_plots_order_values_as_numbers():
                        ("memory.ddr.efficiency=0.10", "mask=0x10"),
                        ("memory.ddr.efficiency=0.9", "mask=0x3"),
                        ("memory.ddr.efficiency=0.9", "mask=0x10")]
+
+
+def test_a_study_whose_every_run_is_refused_is_one_error(tmp_path):
+    done = dspsim_cli("sweep", "--program", program(tmp_path), "--vary", "mask=0x100,0x200",
+                      "--timing-only", "--no-plots", "--out", tmp_path / "s")
+    message = one_line_error(done.__class__(done.args, done.returncode, done.stdout,
+                                            done.stderr.split("\n", 1)[1]))
+    assert "no run of the study gave a row" in message and "selects no core" in message

@@ -228,6 +228,8 @@ def cmd_sweep(args, out: Output) -> int:
             outcome = _run(the_plan, store, executor, out)
         rows = [store.rows[k] for k in outcome.keys]
         every_row = list(store.rows.values())
+    if not rows:  # every run refused: a table of nothing would read as a study done
+        raise ArgumentError("no run of the study gave a row: " + "; ".join(outcome.notes[:3]))
     sensitivity = elasticities(rows)
     files = _write_sensitivity(sensitivity, folder) if sensitivity else []
     parameters = list(parse_vary(args.vary, parse_value)) if args.program else []

@@ -173,29 +173,6 @@ def chip_variants(chip: ChipSpec, chip_sets: dict[str, list[float]],
             yield variant
 
 
-class SkippedNotes:
-    """Notes of skipped combinations, the first few in full and then only counted, so that
-    a grid of a million invalid points does not keep a million messages."""
-
-    SHOWN = 5
-
-    def __init__(self, notes: list[str]) -> None:
-        self.notes = notes
-        self.count = 0
-
-    def __call__(self, note: str) -> None:
-        self.count += 1
-        if self.count <= self.SHOWN:
-            self.notes.append(note)
-
-    def summary(self) -> None:
-        """Add one note for the skipped combinations not shown."""
-        if self.count > self.SHOWN:
-            self.notes.append(f"… and {self.count - self.SHOWN:,} more invalid combinations "
-                              f"skipped ({self.count:,} in all)")
-            self.count = self.SHOWN
-
-
 def chip_label(chip: ChipSpec) -> str:
     """FT78NE, or FT78NE with cores=4 for a what-if variant."""
     return chip.name + (f" with {format_overrides(chip.overrides)}" if chip.overrides else "")

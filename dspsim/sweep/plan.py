@@ -15,7 +15,8 @@ from dspsim import kernels
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.chip.overrides import split_key
-from dspsim.sweep.chips import (ChipSpec, SkippedNotes, chip_label, chip_variants,
+from dspsim.sweep.notes import ChipLabels, SkippedNotes, some
+from dspsim.sweep.chips import (ChipSpec, chip_label, chip_variants,
                                 format_overrides, own_values, unique_chips, variant_count)
 from dspsim.sweep.files import CALL_SCHEMA
 from dspsim.sweep.study import Plan
@@ -170,37 +171,6 @@ def _check_spec(spec: SweepSpec) -> None:
             raise ArgumentError(f"--set {key}: give at least one value")
 
 
-def _some(names: list[str], shown: int = 4) -> str:
-    """A short list: ``a, b, c, d, … (16 in all)``."""
-    if len(names) <= shown:
-        return ", ".join(names)
-    return f"{', '.join(names[:shown])}, … ({len(names)} in all)"
-
-
-class _Labels:
-    """Chip labels per skip reason, the first few kept and the rest counted."""
-
-    def __init__(self) -> None:
-        self.by_reason: dict[str, tuple[list[str], list[int], set[int]]] = {}
-
-    def add(self, reason: str, label: str, cores: int) -> None:
-        labels, counts, sizes = self.by_reason.setdefault(reason, ([], [0], set()))
-        if len(labels) < 5:
-            labels.append(label)
-        counts[0] += 1
-        sizes.add(cores)
-
-    def notes(self, template) -> list[str]:
-        return [template(reason, _shown(labels, counts[0]), counts[0] == 1, sizes)
-                for reason, (labels, counts, sizes) in self.by_reason.items()]
-
-
-def _shown(labels: list[str], count: int) -> str:
-    if count <= 4:
-        return ", ".join(labels)
-    return f"{', '.join(labels[:4])}, … ({count:,} in all)"
-
-
 def plan(spec: SweepSpec) -> Plan:
     """The runs of the sweep, counted now and built as they are asked for.
 
@@ -282,7 +252,7 @@ def _call_runs(spec: SweepSpec, calls, chips, notes: list[str]) -> Iterator[RunS
     """The runs, variant after variant; notes of what a chip cannot run go to ``notes``
     when the last run has been handed out."""
     skipped = SkippedNotes(notes)
-    too_wide, lacking_dtype = _Labels(), _Labels()
+    too_wide, lacking_dtype = ChipLabels(), ChipLabels()
     for given, sets in chips:
         for chip in chip_variants(given, sets, skipped):
             masks, wide = masks_for(spec, chip.cores)
@@ -300,7 +270,7 @@ def _call_runs(spec: SweepSpec, calls, chips, notes: list[str]) -> Iterator[RunS
                                       spec.seed, spec.fidelity)
             for dtype, names in unsupported.items():
                 lacking_dtype.add(f"{dtype} (its dtypes: {', '.join(chip.dtypes)}): skipped "
-                                  f"{_some(names)}", label, chip.cores)
+                                  f"{some(names)}", label, chip.cores)
     skipped.summary()
     notes.extend(lacking_dtype.notes(
         lambda what, labels, one, _: f"{labels} {'does' if one else 'do'} not support {what}"))

@@ -23,8 +23,9 @@ from dspsim.programs.file import load_program
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.errors import ArgumentError, DspSimError
-from dspsim.sweep.chips import (ChipSpec, SkippedNotes, chip_variants, format_overrides,
-                                own_values, variant_count)
+from dspsim.sweep.chips import (ChipSpec, chip_variants, format_overrides, own_values,
+                                variant_count)
+from dspsim.sweep.notes import SkippedNotes
 from dspsim.sweep.study import Plan, Schema
 
 #: The lower bounds a program result names, and the row column of each.
@@ -137,8 +138,12 @@ def plan_program(spec: ProgramSweepSpec) -> Plan:
     for key, values in spec.chip_sets.items():
         if not values:
             raise ArgumentError(f"--set {key}: give at least one value")
-    first = {name: values[0] for name, values in spec.vary.items()}
-    loaded = load_program(spec.program, first)  # unknown parameters fail here
+    loaded = load_program(spec.program)  # a broken file fails here
+    unknown = [name for name in spec.vary if name not in loaded.parameters]
+    if unknown:
+        known = ", ".join(loaded.parameters) or "none"
+        raise ArgumentError(f"--vary {unknown[0]}: {unknown[0]!r} is not in the file's "
+                            f"parameters ({known}) of {spec.program}")
     chip = ChipSpec.load(loaded.chip.config.source)
     own_values(chip, spec.chip_sets)  # a key the chip lacks fails here
     digest = _digest(loaded.text)
