@@ -301,3 +301,15 @@ def test_a_study_whose_every_run_is_refused_is_one_error(tmp_path):
     message = one_line_error(done.__class__(done.args, done.returncode, done.stdout,
                                             done.stderr.split("\n", 1)[1]))
     assert "no run of the study gave a row" in message and "selects no core" in message
+
+
+def test_a_program_study_runs_in_worker_processes_as_in_one(tmp_path):
+    path = program(tmp_path)
+    common = ["sweep", "--program", path, "--vary", "n=64,4096", "--set", f"{DDR}=0.5",
+              "--timing-only", "--no-plots", "--json"]
+    alone = json.loads(dspsim_cli(*common, "--out", tmp_path / "one").stdout)
+    shared = json.loads(dspsim_cli(*common, "--workers", "2", "--out", tmp_path / "two").stdout)
+    assert alone["study"] == shared["study"] == "program"
+    assert ({r["key"]: r["cycles"] for r in alone["rows"]}
+            == {r["key"]: r["cycles"] for r in shared["rows"]})
+    assert len(alone["rows"]) == 4 and len(alone["sensitivity"]) == 2
