@@ -63,7 +63,8 @@ def plot_whatif(points: list[WhatIfPoint], path: str, operators: list[str] | Non
         ax.minorticks_off()
         ax.set_xlabel(f"{first.key} (dotted: as given)")
         ax.set_ylabel("speedup over the chip as given (×)")
-        ax.set_ylim(bottom=0)
+        highest = max((p.speedup for p in points if _panel(p) == length), default=1.0)
+        ax.set_ylim(0, 1.1 * max(1.0, highest))  # room above the highest marker
         ax.set_title(f"n = {length_label(length)}" if isinstance(length, int) else length,
                      fontsize=10)
         ax.grid(True, alpha=0.3)
