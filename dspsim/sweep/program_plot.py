@@ -1,4 +1,5 @@
-"""Pictures of program studies: cycles and DDR use against the first varied parameter.
+"""Pictures of program studies: cycles and DDR use against the first varied parameter
+(the first that takes more than one value).
 
 One figure per program and chip as given: on the left the cycles of each run (solid, the
 marker saying which lower bound is largest there) and that largest lower bound (dashed,
@@ -34,7 +35,10 @@ def plot_program_study(rows: list[Row], parameters: list[str], path: str) -> str
     from matplotlib.lines import Line2D  # noqa: PLC0415 - matplotlib on demand
     from matplotlib.ticker import FuncFormatter  # noqa: PLC0415
 
-    first, others = parameters[0], parameters[1:]
+    # the x axis: the first parameter that takes more than one value
+    first = next((p for p in parameters if len({r[f"param.{p}"] for r in rows}) > 1),
+                 parameters[0])
+    others = [p for p in parameters if p != first]
     head = rows[0]
     xs = sorted({r[f"param.{first}"] for r in rows})
     position = {value: i for i, value in enumerate(xs)}
