@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from dspsim.sweep.executors import Executor
-from dspsim.sweep.plan import BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, SweepSpec, plan
+from dspsim.sweep.plan import DEFAULT_FIDELITY, RunSpec, SweepSpec, plan
 from dspsim.sweep.program_study import ProgramRun, execute_program
 from dspsim.sweep.run import execute_call
 from dspsim.sweep.store import RowStore
@@ -120,7 +120,6 @@ def run_sweep(the_plan: Plan, store: RowStore, executor: Executor, *,
         on_start(total)
     counts = {"planned": 0, "done_before": 0, "ran": 0, "baselines": 0, "progress": 0}
     keys: dict[str, None] = {}
-    measured: dict[tuple, int] = {}  # cycles of the baselines of this sweep, by group
 
     def progress(step: int = 1) -> None:
         counts["progress"] += step
@@ -131,8 +130,6 @@ def run_sweep(the_plan: Plan, store: RowStore, executor: Executor, *,
         if "row" in outcome:
             store.append(outcome["row"])
             counts["ran"] += 1
-            if isinstance(task.run, RunSpec) and task.run.core_mask == BASELINE_MASK:
-                measured[task.run.group] = outcome["row"]["cycles"]
         else:
             notes.append(outcome["note"])
         if on_row:
@@ -157,8 +154,8 @@ def run_sweep(the_plan: Plan, store: RowStore, executor: Executor, *,
         found = len(chunk) + len(added) - len(first) - len(rest)
         counts["done_before"] += found
         progress(found)
-        for phase in (first, rest):
-            tasks = [Task(run, _baseline_cycles(run, store.rows, measured)) for run in phase]
+        for phase in (first, rest):  # a phase's tasks are made once the phase before ended
+            tasks = [Task(run, _baseline_cycles(run, store.rows)) for run in phase]
             for task, outcome in executor.map_unordered(execute, tasks):
                 store_outcome(task, outcome)
     notes.extend(planned_notes)
@@ -169,13 +166,11 @@ def run_sweep(the_plan: Plan, store: RowStore, executor: Executor, *,
                         [k for k in keys if k in store.rows], counts["baselines"])
 
 
-def _baseline_cycles(run, rows: dict[str, dict], measured: dict[tuple, int]) -> int | None:
-    """The cycles of the run ``run`` is measured against, if known."""
+def _baseline_cycles(run, rows: dict[str, dict]) -> int | None:
+    """The cycles of the run ``run`` is measured against, if stored."""
     base = run.baseline()
     if base is None:
         return None
-    if base.group in measured:
-        return measured[base.group]
     row = rows.get(base.key)
     return row["cycles"] if row is not None else None
 

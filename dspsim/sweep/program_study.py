@@ -56,10 +56,11 @@ def program_columns(parameters: list[str], streams: list[str]) -> tuple[str, ...
 
 
 def shown_value(name: str, value: Any) -> str:
-    """A parameter as users wrote it: masks in hex, other numbers as they are."""
+    """A parameter as users write it: masks in hex, other numbers exactly (a float's
+    shortest form that reads back the same, so that two values never print alike)."""
     if isinstance(value, int) and "mask" in name:
         return hex(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def format_parameters(parameters) -> str:
