@@ -313,3 +313,12 @@ def test_a_program_study_runs_in_worker_processes_as_in_one(tmp_path):
     assert ({r["key"]: r["cycles"] for r in alone["rows"]}
             == {r["key"]: r["cycles"] for r in shared["rows"]})
     assert len(alone["rows"]) == 4 and len(alone["sensitivity"]) == 2
+
+
+def test_a_grid_of_which_nothing_can_run_is_refused_without_building_it():
+    values = [64.0 * (i + 1) for i in range(1000)]
+    spec = SweepSpec(operators=["relu_grad"], chips=["ft78ne"], lengths=[64],
+                     dtypes=["fp16"], chip_sets={"clock_mhz": values,
+                                                 "vector.lane_width_bits": values})
+    with pytest.raises(ArgumentError, match="nothing to run: FT78NE does not support fp16"):
+        plan(spec)  # a million variants built one by one would not end in the test's time

@@ -205,15 +205,14 @@ def plan(spec: SweepSpec) -> Plan:
         count += groups * len(masks)
         most_masks = max(most_masks, len(masks))
         baselines += 0 if BASELINE_MASK in masks else groups
-    if not count:
-        runs = list(_call_runs(spec, calls, chips, notes[:]))
-        if not runs:
-            raise ArgumentError("nothing to run: " + ("; ".join(
-                _call_notes(spec, calls, chips)) or "empty sweep"))
+    if not count:  # an upper bound: no variant can run what the chips as given cannot
+        as_given = [(chip, {}) for chip, _ in chips]
+        raise ArgumentError("nothing to run: " + ("; ".join(
+            _call_notes(spec, calls, as_given)) or "empty sweep"))
     sizes = [f"{len(dict.fromkeys(v)):,}" for v in spec.chip_sets.values()]
     shape = [f"{' × '.join(sizes)} what-if values"] if sizes else []
     shape += [f"{len(calls):,} operator{'s' * (len(calls) != 1)}",
-              f"{len(dict.fromkeys(spec.lengths)):,} length{'s' * (len(spec.lengths) != 1)}",
+              f"{len(dict.fromkeys(spec.lengths)):,} length{'s' * (len(set(spec.lengths)) != 1)}",
               f"{len(given):,} chip{'s' * (len(given) != 1)}",
               f"up to {most_masks:,} core mask{'s' * (most_masks != 1)}"]
     return Plan(CALL_SCHEMA, count, baselines, " × ".join(shape), notes,
