@@ -49,8 +49,9 @@ def plot_program_study(rows: list[Row], parameters: list[str], path: str) -> str
         ",".join(f"{o}={shown_value(o, v)}" for o, v in zip(others, combo))))[:MAX_LINES]
     fig, (cycles_ax, ddr_ax) = plt.subplots(1, 2, figsize=(12.5, 4.8), layout="constrained")
     fig.suptitle(f"{head['program']} on {head['chip']} ({head['clock_mhz']:g} MHz, DDR "
-                 f"{head['ddr_achievable_gbps']:.3g} GB/s achievable): against {first}",
-                 fontsize=11)
+                 f"{head['ddr_achievable_gbps']:.3g} GB/s achievable): against {first}"
+                 + (f" (the first {MAX_LINES} of {len(lines)} combinations; every one is in "
+                    f"the rows)" if len(lines) > MAX_LINES else ""), fontsize=11)
     bounds_seen: list[str] = []
     for index, combo in enumerate(shown):
         members = sorted(lines[combo], key=lambda r: position[r[f"param.{first}"]])
