@@ -71,7 +71,9 @@ def save_figure(fig, path: str) -> str:
 
 #: Marker of each bounding resource, the same in every sweep figure.
 BOUND_MARKERS = {"DDR": "o", "DMA engine": "s", "vector unit": "^", "L2 port": "D",
-                 "shared SRAM": "v", "launch overhead": "X"}
+                 "shared SRAM": "v", "launch overhead": "X",
+                 # the lower bounds of programs
+                 "calls on the busiest core": "P", "longest dependency chain": "*"}
 
 
 def bound_legend(bounds: Iterable[str]):

@@ -199,7 +199,8 @@ def test_sweep_table_shows_every_name_header_and_number_whole(tmp_path, columns)
         proc = dspsim_cli(*args)
         status, text = proc.returncode, proc.stdout
         assert "\x1b[" not in text and "━" not in text
-        assert "sweep" not in proc.stderr  # no progress bar into a pipe
+        assert "━" not in proc.stderr and "\r" not in proc.stderr  # no progress bar
+        assert proc.stderr.startswith("planned: 4 runs")  # the count, before any run
     else:
         status, text = dspsim_in_terminal(*args, columns=columns)
         # the transient progress bar's redraws run together once carriage returns go

@@ -248,6 +248,46 @@ def test_program_file_names_its_kernels(tmp_path):
     assert failed.returncode == 2 and "kernels: " in failed.stderr
 
 
+def test_program_study_runs_the_files_and_the_given_kernels(tmp_path):
+    """A program study rebuilds users' operators in worker processes, from the file's
+    ``kernels:`` and from ``--kernels``; an edited kernel file makes new rows."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "fused.py").write_text(EXAMPLE.read_text())
+    scale = kernel_file(tmp_path)
+    program = tmp_path / "p.yaml"
+    program.write_text(textwrap.dedent("""
+        chip: ft78ne
+        kernels: [ops/fused.py]
+        parameters: {mask: 0xff}
+        buffers:
+          dy: {length: 4096, init: {random: {seed: 1}}}
+          x:  {length: 4096, init: {random: {seed: 2}}}
+          b:  {length: 4096, init: {random: {seed: 3}}}
+          dx: {length: 4096}
+          y:  {length: 4096}
+        streams:
+          main:
+            - call: fp_bias_gelu_grad_s
+              args: [dy, x, b, dx, 4096, $mask]
+            - call: fp_my_scale_s
+              args: [dx, y, 4096, 2.0, $mask]
+        """))
+    study = ["sweep", "--program", str(program), "--vary", "mask=0x1,0xf", "--workers", "2",
+             "--no-plots", "--out", str(tmp_path / "s"), "--json"]
+    lacking = run_cli(*study)
+    assert lacking.returncode == 2 and "fp_my_scale_s" in lacking.stderr
+    done = run_cli(*study, "--kernels", str(scale))
+    assert done.returncode == 0, done.stderr
+    first = json.loads(done.stdout)
+    assert first["ran"] == 2 and len(first["rows"]) == 2
+    assert first["rows"][0]["cycles"] > first["rows"][1]["cycles"]  # 1 core, then 4
+    again = json.loads(run_cli(*study, "--kernels", str(scale)).stdout)
+    assert again["ran"] == 0 and again["already_done"] == 2
+    scale.write_text(scale.read_text().replace("x times a factor", "x times its factor"))
+    edited = json.loads(run_cli(*study, "--kernels", str(scale)).stdout)
+    assert edited["ran"] == 2
+
+
 def test_calibration_reads_rows_of_own_kernels(tmp_path):
     measured = tmp_path / "m.csv"
     measured.write_text("operator,length,core_mask,cycles\n"

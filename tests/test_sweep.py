@@ -64,7 +64,7 @@ def test_plan_expands_stems_per_dtype_and_skips_what_a_chip_cannot_run():
     assert combos == sorted(
         [("FT78NE", "fp_relu_grad_s", m) for m in (0x1, 0xf, 0xff)]
         + [("MT7004", op, m) for op in ("fp_relu_grad_s", "hp_relu_grad_s") for m in (0x1, 0xf)])
-    notes = " ".join(the_plan.notes)
+    notes = " ".join(the_plan.build()[1])
     assert "FT78NE does not support fp16" in notes and "hp_relu_grad_s" in notes
     assert "MT7004 has 4 cores: skipped core masks 0xff" in notes
 

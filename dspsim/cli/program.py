@@ -1,8 +1,6 @@
 """``dspsim program FILE.yaml``: run a program file and print its report."""
 from __future__ import annotations
 
-import os
-
 from rich.text import Text
 
 from dspsim.cli.args import add_kernels_option
@@ -10,8 +8,6 @@ from dspsim.cli.output import Output, add_json_option, number_column, text_colum
 from dspsim.cli.report import render_band, render_speed_of_light
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
-from dspsim.programs.sweep import (check_out_folder, default_folder, parse_axes,
-                                   run_program_sweep, write_plots, write_rows)
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.atomic import check_target
@@ -184,53 +180,3 @@ def render_program(r: ProgramResult, out: Output, name: str = "program",
     if trace_path:
         out.line(f"trace written to {trace_path} (open it in ui.perfetto.dev; 1 ns on its "
                  f"axis = 1 cycle)")
-
-
-def cmd_program_sweep(args, out: Output) -> int:
-    """``dspsim sweep --program FILE --vary NAME=V1,V2``: rows, a table and plots."""
-    ignored = [option for option, dest in (
-        ("--ops", "ops"), ("--chips", "chips"), ("--lengths", "lengths"), ("--dtypes", "dtypes"),
-        ("--core-masks", "core_masks"), ("--cores", "cores"), ("--param", "param"),
-        ("--set", "sets"), ("--seed", "seed"), ("--scheduler", "scheduler"),
-        ("--kernels", "kernels"))
-        if getattr(args, dest, None)] + (["--workers"] if getattr(args, "workers", 1) != 1
-                                         else [])
-    if ignored:  # silently ignoring them would present a study that was not run
-        raise ArgumentError(f"{', '.join(ignored)} cannot be combined with --program; vary "
-                            f"the program file's parameters with --vary NAME=V1,V2,... (the "
-                            f"chip and lengths are set in the file)")
-    axes = parse_axes(args.vary)
-    folder = default_folder(args.program) if args.out is None else args.out
-    check_out_folder(folder)  # before any run, not after the first
-    rows: list[dict] = []
-    with out.progress("program sweep") as advance:
-        total = 1
-        for values in axes.values():
-            total *= len(values)
-        run_program_sweep(args.program, axes, numerics=not args.timing_only,
-                          fidelity=args.fidelity,
-                          on_row=lambda row: (rows.append(row), write_rows(rows, folder),
-                                              advance("program sweep", len(rows), total)))
-    plots = [] if args.no_plots else write_plots(rows, axes, folder, args.program)
-    if args.json:
-        out.json({"folder": folder, "program": args.program, "axes": axes, "plots": plots,
-                  "rows": rows})
-        return 0
-    names = list(axes)
-    columns = [number_column(n, key=True) for n in names] + [
-        number_column("cycles"), number_column("µs"), text_column("bound"),
-        number_column("DDR busy"), text_column("error")]
-    table = []
-    for row in rows:
-        shown = [hex(row[f"param.{n}"]) if "mask" in n and isinstance(row[f"param.{n}"], int)
-                 else str(row[f"param.{n}"]) for n in names]
-        if "error" in row:
-            table.append(shown + ["-", "-", "-", "-", row["error"]])
-        else:
-            table.append(shown + [f"{row['cycles']:,}", f"{row['microseconds']:,.1f}",
-                                  row["bound"], f"{100 * row['ddr_utilisation']:.1f}%", ""])
-    out.table(columns, table, title=f"program sweep: {args.program}")
-    out.line(f"rows: {os.path.join(folder, 'rows.csv')}, {os.path.join(folder, 'rows.json')}")
-    for path in plots:
-        out.line(f"plot: {path}")
-    return 0

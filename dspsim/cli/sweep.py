@@ -1,8 +1,10 @@
-"""``dspsim sweep``: the command line of scaling and what-if studies (see :mod:`dspsim.sweep`).
+"""``dspsim sweep``: the command line of studies (see :mod:`dspsim.sweep`): scaling and
+what-if sweeps of single calls, and studies of program files.
 
-The parser is built from small groups (what to run, the chip's what-if axes, where and how
-to run, what to write), so that a new kind of axis adds one group and one field of
-:class:`~dspsim.sweep.SweepSpec`.
+The parser is built from small groups (what to run, the program to study, the chip's
+what-if axes, where and how to run, what to write), so that a new kind of axis adds one
+group and one field of a spec. Both kinds of study go through one planner, one runner and
+one row store; only the table and the plots of their rows differ.
 """
 from __future__ import annotations
 
@@ -12,26 +14,33 @@ import os
 
 from rich.text import Text
 
-from dspsim.cli.args import (add_kernels_option, int_list, name_list, param_dict, parse_param,
-                             parse_seed)
-from dspsim.cli.output import Output, add_json_option, number_column, text_column
-from dspsim.cli.program import cmd_program_sweep
+from dspsim.cli.args import (add_kernels_option, int_list, name_list, param_dict, parse_int,
+                             parse_param, parse_seed)
+from dspsim.cli.output import Output, add_json_option
+from dspsim.cli.sweep_tables import render_program_rows, render_rows, render_sensitivity
 from dspsim.plots import slug
-from dspsim.programs.sweep import add_program_options
+from dspsim.programs.file import parse_value
 from dspsim.sim.chip.load import packaged_chips
-from dspsim.sim.errors import ArgumentError
-from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.chip.overrides import parse_set
+from dspsim.sim.engine.machine import FIDELITIES
+from dspsim.sim.errors import ArgumentError
 from dspsim.sweep import SweepSpec, elasticities, rows_for_plots, run_sweep, whatif_points
 from dspsim.sweep.executors import make_executor
-from dspsim.sweep.plan import Plan, plan
+from dspsim.sweep.plan import plan
+from dspsim.sweep.program_plot import write_program_plots
+from dspsim.sweep.program_study import ProgramSweepSpec, parse_vary, plan_program
 from dspsim.sweep.scaling_plot import forget_stale_plots, write_sweep_plots
 from dspsim.sweep.store import CSV, JSON, JSONL, RowStore
+from dspsim.sweep.study import DEFAULT_MAX_RUNS, Plan
 from dspsim.sweep.whatif_plot import write_whatif_plots
 from dspsim.tables import write_table
 
 DEFAULT_SWEEP_DIR = "sweeps"
 SENSITIVITY_CSV = "sensitivity.csv"
+#: Options of call sweeps, which a program study takes from its file instead.
+CALL_OPTIONS = (("--ops", "ops"), ("--chips", "chips"), ("--lengths", "lengths"),
+                ("--dtypes", "dtypes"), ("--core-masks", "core_masks"), ("--cores", "cores"),
+                ("--param", "param"))
 
 
 def _flatten(lists):
@@ -41,17 +50,20 @@ def _flatten(lists):
 def add_sweep(sub) -> None:
     """Register ``dspsim sweep``."""
     p = sub.add_parser(
-        "sweep", help="scaling and what-if study: operators × chips × masks × lengths × "
-        "dtypes × chip parameters",
+        "sweep", help="scaling and what-if studies: operators × chips × masks × lengths × "
+        "dtypes × chip parameters, or a program file's parameters",
         description="Simulate every combination, write one row per run to OUT/rows.csv and "
         "OUT/rows.json, and plot speedup, DDR bandwidth and time (and, with --set, what each "
-        "chip parameter changes). Rerunning the same command skips finished rows; an "
-        "interrupted sweep keeps every row it finished.")
+        "chip parameter changes). With --program FILE, study a program file instead: "
+        "--vary its parameters and --set its chip's numbers. The number of runs is counted "
+        "and printed first; more than --max-runs is refused. Rerunning the same command "
+        "skips finished rows; an interrupted sweep keeps every row it finished; two sweeps "
+        "cannot write one folder at once.")
     _add_calls(p)
     _add_whatif(p)
     _add_execution(p)
     _add_outputs(p)
-    add_program_options(p)
+    _add_program(p)
     p.set_defaults(output_handler=cmd_sweep)
 
 
@@ -77,6 +89,22 @@ def _add_calls(p) -> None:
     add_kernels_option(p)
 
 
+def _add_program(p) -> None:
+    p.add_argument("--program", default=None, metavar="FILE",
+                   help="study a program file (YAML) instead of single calls: vary its "
+                   "parameters with --vary, its chip's numbers with --set, or both")
+    p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="with --program: values of one of the file's parameters, e.g. "
+                   "mask_a=0x1,0x3,0xf (repeatable; every combination runs)")
+
+
+def _max_runs(text: str) -> int:
+    value = parse_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--max-runs {value}: give at least 1")
+    return value
+
+
 def _add_whatif(p) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=V1,V2,...",
                    help="what if: a number of the chip file, by key path, takes each value, "
@@ -95,6 +123,9 @@ def _add_execution(p) -> None:
                    f"small lengths)")
     p.add_argument("--workers", type=int, default=1,
                    help="local worker processes (default 1: run in this process)")
+    p.add_argument("--max-runs", type=_max_runs, default=None, metavar="N",
+                   help=f"refuse a study of more than N runs before it starts (default "
+                   f"{DEFAULT_MAX_RUNS:,}); the count is printed first")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run on a Dask cluster, e.g. tcp://host:8786 "
                    "(needs pip install 'dspsim[distributed]')")
@@ -139,6 +170,11 @@ def default_out(spec: SweepSpec) -> str:
     return os.path.join(DEFAULT_SWEEP_DIR, f"{slug('-'.join(spec.operators))}-{chips}")
 
 
+def default_program_out(path: str) -> str:
+    return os.path.join(DEFAULT_SWEEP_DIR, "program-" + slug(
+        os.path.splitext(os.path.basename(path))[0]))
+
+
 @contextlib.contextmanager
 def _resume_hint(store: RowStore, out: Output):
     """On Ctrl-C, say what was kept and how to go on."""
@@ -150,57 +186,73 @@ def _resume_hint(store: RowStore, out: Output):
         raise
 
 
+def _plan_from_args(args) -> tuple[Plan, str, list[str]]:
+    """The plan a command line asks for, its folder and the what-if keys, all checked
+    before any folder is made."""
+    if args.program is not None:
+        given = [option for option, dest in CALL_OPTIONS if getattr(args, dest, None)]
+        if given or args.seed:
+            given += ["--seed"] if args.seed else []
+            # silently ignoring them would present a study that was not run
+            raise ArgumentError(f"{', '.join(given)} cannot be combined with --program; the "
+                                f"program file names its chip, lengths and masks: vary its "
+                                f"parameters with --vary NAME=V1,V2,...")
+        spec = ProgramSweepSpec(args.program, parse_vary(args.vary, parse_value),
+                                chip_sets(args.sets), numerics=not args.timing_only,
+                                fidelity=args.fidelity, kernels=tuple(args.kernels))
+        folder = default_program_out(args.program) if args.out is None else args.out
+        return plan_program(spec), folder, list(spec.chip_sets)
+    if args.vary:
+        raise ArgumentError("--vary varies a program file's parameters; give --program FILE "
+                            "too, or vary a chip's numbers with --set KEY=V1,V2,...")
+    if not args.ops or not args.lengths:
+        raise ArgumentError("dspsim sweep needs --ops and --lengths (or --program FILE with "
+                            "--vary NAME=V1,V2,... or --set KEY=V1,V2,...)")
+    spec = spec_from_args(args)
+    return (plan(spec), default_out(spec) if args.out is None else args.out,
+            list(spec.chip_sets))
+
+
 def _run(the_plan: Plan, store: RowStore, executor, out: Output):
     with out.progress(f"sweep ({executor.description})") as advance:
-        state = {"done": 0, "total": None}
-
-        def start(total: int) -> None:
-            state["total"] = total
-            advance("sweep", 0, total)
-
-        def row(_) -> None:
-            state["done"] += 1
-            advance("sweep", state["done"], state["total"])
-
-        return run_sweep(the_plan, store, executor, on_start=start, on_row=row)
+        return run_sweep(the_plan, store, executor,
+                         on_progress=lambda done, total: advance("sweep", done, total))
 
 
 def cmd_sweep(args, out: Output) -> int:
-    if args.program is not None:
-        return cmd_program_sweep(args, out)
-    if not args.ops or not args.lengths:
-        raise ArgumentError("dspsim sweep needs --ops and --lengths (or --program FILE with "
-                            "--vary NAME=V1,V2,...)")
-    spec = spec_from_args(args)
-    the_plan = plan(spec)  # a bad request fails here, before any folder is made
-    folder = args.out or default_out(spec)
-    with RowStore(folder) as store:
+    the_plan, folder, keys = _plan_from_args(args)  # a bad request fails here
+    the_plan.check_size(args.max_runs)  # so does a grid too large to mean
+    with RowStore(folder, the_plan.schema) as store:  # locked and writable, or refused
+        out.errors.print(Text(f"planned: {the_plan.describe()} ({the_plan.shape}) into "
+                              f"{folder}"), highlight=False, soft_wrap=not out.errors.is_terminal)
         with make_executor(args.workers, args.scheduler) as executor, _resume_hint(store, out):
             outcome = _run(the_plan, store, executor, out)
         rows = [store.rows[k] for k in outcome.keys]
         every_row = list(store.rows.values())
-    points = whatif_points(rows)
+    if not rows:  # every run refused: a table of nothing would read as a study done
+        raise ArgumentError("no run of the study gave a row: " + "; ".join(outcome.notes[:3]))
     sensitivity = elasticities(rows)
     files = _write_sensitivity(sensitivity, folder) if sensitivity else []
+    parameters = list(parse_vary(args.vary, parse_value)) if args.program else []
     if not args.no_plots:
-        order = [r.operator for r in the_plan.runs] + list(spec.operators)
-        current = {r.chip.digest for r in the_plan.runs if not r.chip.overrides}
-        files += write_sweep_plots(rows_for_plots(every_row), folder, order, current)
-        files += write_whatif_plots(points, folder, order)
-        forget_stale_plots(folder, [f for f in files if f.endswith(".png")])
+        files += _plots(the_plan, args, rows, every_row, parameters, folder)
     failed = [r for r in rows if r.get("numerics_ok") is False]
     if args.json:
-        out.json({"folder": folder, "planned": outcome.planned, "ran": outcome.ran,
-                  "already_done": outcome.already_done, "notes": outcome.notes,
-                  "files": files, "plots": [f for f in files if f.endswith(".png")],
+        out.json({"folder": folder, "study": the_plan.study, "program": args.program,
+                  "planned": outcome.planned, "baselines": outcome.baselines,
+                  "ran": outcome.ran, "already_done": outcome.already_done,
+                  "notes": outcome.notes, "files": files,
+                  "plots": [f for f in files if f.endswith(".png")],
                   "rows": rows_for_plots(rows),
                   "sensitivity": [e.to_dict() for e in sensitivity]})
         return 1 if failed else 0
-    render_rows(rows, out)
+    if the_plan.study == "program":
+        render_program_rows(rows, parameters, out, f"program study: {args.program}")
+    else:
+        render_rows(rows, out)
     if sensitivity:
-        render_sensitivity(sensitivity, out, list(spec.chip_sets))
-    out.line(f"{outcome.ran} runs done, {outcome.already_done} already in {folder} "
-             f"(of {outcome.planned} planned)")
+        render_sensitivity(sensitivity, out, keys)
+    out.line(outcome.summary(folder))
     for note in outcome.notes:
         out.line(Text("note:", "yellow"), " ", note)
     out.line(f"rows: {os.path.join(folder, CSV)}, {os.path.join(folder, JSON)} "
@@ -213,73 +265,19 @@ def cmd_sweep(args, out: Output) -> int:
     return 1 if failed else 0
 
 
-def _verdict(row: dict) -> Text:
-    if not row.get("numerics"):
-        return Text("timing only")
-    return Text("ok") if row.get("numerics_ok") else Text("FAILED", "red")
-
-
-def _fmt(value, pattern: str) -> str:
-    return "-" if value is None else format(value, pattern)
-
-
-def render_rows(rows: list[dict], out: Output) -> None:
-    """The headline columns of a sweep's rows as a table that fits."""
-    whatif = any(r.get("overrides") for r in rows)
-    columns = [text_column("chip", key=True)]
-    columns += [text_column("overrides", key=True)] if whatif else []
-    columns += [text_column("operator", key=True), number_column("length", key=True),
-                number_column("mask", key=True), number_column("cores"),
-                number_column("cycles"), number_column("µs"), number_column("speedup"),
-                number_column("efficiency"), number_column("DDR ceiling"),
-                number_column("GB/s"), number_column("% DDR peak"), text_column("bound"),
-                text_column("numerics")]
-    table = []
-    for r in rows_for_plots(rows):
-        cells = [r["chip"]] + ([r.get("overrides") or "as given"] if whatif else [])
-        cells += [r["operator"], f"{r['length']:,}", r["core_mask_hex"], str(r["cores"]),
-                  f"{r['cycles']:,}", f"{r['microseconds']:,.1f}",
-                  _fmt(r.get("speedup"), ".2f"), _fmt(r.get("parallel_efficiency"), ".0%"),
-                  _fmt(r.get("speedup_ddr_ceiling"), ".2f"), f"{r['achieved_gbps']:.2f}",
-                  f"{100 * r['share_of_ddr_peak']:.1f}", r["bound"], _verdict(r)]
-        table.append(cells)
-    out.table(columns, table, title="sweep")
-
-
-def short_keys(keys: list[str]) -> dict[str, str]:
-    """Each key path by its shortest unique ending: lane_width_bits for
-    vector.lane_width_bits, unless another key ends the same way."""
-    names = {}
-    for key in keys:
-        parts = key.split(".")
-        for n in range(1, len(parts) + 1):
-            tail = ".".join(parts[-n:])
-            if sum(1 for k in keys if k == tail or k.endswith("." + tail)) == 1:
-                names[key] = tail
-                break
-        else:
-            names[key] = key
-    return names
-
-
-def render_sensitivity(found, out: Output, order: list[str] | None = None) -> None:
-    """Elasticities as a table: one row per chip, operator and length, one column per key
-    (in ``order``, the order of the --set options)."""
-    keys = list(dict.fromkeys([k for k in order or [] if any(e.key == k for e in found)]
-                              + [e.key for e in found]))
-    names = short_keys(keys)
-    table: dict[tuple, dict[str, object]] = {}
-    for e in found:
-        line = table.setdefault((e.chip, e.operator, e.length), {"bound": e.bound})
-        line[e.key] = e.elasticity
-    columns = [text_column("chip", key=True), text_column("operator", key=True),
-               number_column("length", key=True), text_column("bound as given")]
-    columns += [number_column(names[k]) for k in keys]
-    rows = [[chip, operator, f"{length:,}", line["bound"]]
-            + [_fmt(line.get(k), "+.3f") for k in keys]
-            for (chip, operator, length), line in sorted(table.items())]
-    out.table(columns, rows, title="sensitivity: % change in cycles per % change in the "
-              "parameter, around the chip as given (all cores)")
+def _plots(the_plan: Plan, args, rows, every_row, parameters, folder) -> list[str]:
+    """The study's figures: scaling (calls) or program figures, and what-if figures."""
+    points = whatif_points(rows)
+    if the_plan.study == "program":
+        files = write_program_plots(rows, parameters, folder)
+        files += write_whatif_plots(points, folder)
+    else:
+        order = list(dict.fromkeys(r["operator"] for r in rows)) + _flatten(args.ops)
+        current = {r["config_digest"] for r in rows if not r.get("overrides")}
+        files = write_sweep_plots(rows_for_plots(every_row), folder, order, current)
+        files += write_whatif_plots(points, folder, order)
+    forget_stale_plots(folder, [f for f in files if f.endswith(".png")])
+    return files
 
 
 def _write_sensitivity(found, folder: str) -> list[str]:

@@ -37,6 +37,7 @@ from dspsim.programs.buffers import (Buffer, Init, describe, fill, init_fits,
 from dspsim.programs.calls import enqueue_items
 from dspsim.programs.program import Initial, Program
 from dspsim.programs.result import ProgramResult
+from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
 from dspsim.sim.errors import ConfigError, DspSimError, KernelDeclarationError
 
@@ -107,13 +108,15 @@ def parse_value(text: str) -> int | float:
                                f"0x0f, 2^16, 0.5)") from None
 
 
-def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = None,
-                 kernels=None) -> ProgramFile:
+def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = None, *,
+                 kernels=None, chip: ChipConfig | None = None) -> ProgramFile:
     """Read, validate and load a program file onto a fresh chip.
 
     ``overrides`` replace parameters of the file (each must exist there). ``kernels`` adds
     users' own operators (kernel files, as ``Chip(kernels=...)`` takes them) to those the
-    file's ``kernels:`` list names (paths relative to the program file). Raises
+    file's ``kernels:`` list names (paths relative to the program file). ``chip``, a
+    description to load onto instead of the file's own chip (a what-if variant of it,
+    say). Raises
     ProgramFileError listing every problem with its key path; nothing is written to the
     chip's memory (buffers are filled by :meth:`ProgramFile.run`).
     """
@@ -125,14 +128,15 @@ def load_program(path: str | os.PathLike, overrides: dict[str, Any] | None = Non
         raw = parse_yaml(text, path, "a program file")
     except ConfigError as exc:  # the YAML parser's messages span lines: the CLI prints one
         raise ProgramFileError(" ".join(str(exc).split())) from None
-    return _Loader(path, text, raw, overrides or {}, kernels).load()
+    return _Loader(path, text, raw, overrides or {}, kernels, chip).load()
 
 
 class _Loader:
     def __init__(self, path: str, text: str, raw: Any, overrides: dict[str, Any],
-                 kernels=None) -> None:
+                 kernels=None, chip: ChipConfig | None = None) -> None:
         self.path, self.text, self.raw, self.overrides = path, text, raw, overrides
         self.given_kernels = kernels
+        self.chip_config = chip
         self.problems: list[str] = []
 
     def fail_if_any(self) -> None:
@@ -245,7 +249,7 @@ class _Loader:
         if name.endswith((".yaml", ".yml")) or os.sep in name:
             name = os.path.join(os.path.dirname(os.path.abspath(self.path)), name)
         try:
-            return Chip(name, kernels=kernels or None)
+            return Chip(self.chip_config or name, kernels=kernels or None)
         except KernelDeclarationError as exc:
             self.problem("kernels", str(exc))
             return None

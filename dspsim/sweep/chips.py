@@ -13,8 +13,9 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from dspsim.sim.chip.load import (ChipConfig, config_from_dict, parse_chip_yaml, read_chip_text,
                                resolve_chip_path)
@@ -111,41 +112,65 @@ def unique_chips(names: list[str]) -> list[ChipSpec]:
     return list(chips.values())
 
 
-def chip_variants(chip: ChipSpec, chip_sets: dict[str, list[float]]
-                  ) -> tuple[list[ChipSpec], list[str]]:
-    """The chip as given, then every combination of the what-if values (the grid of all
-    keys). A combination that fails validation is left out with the validation message.
-
-    Each key must name a number in the chip (checked first, so that a typo stops the sweep
-    instead of skipping every combination). With several keys, each key's values are also
-    run with the other keys at the chip's own values: the one-at-a-time changes that
-    sensitivities are measured on, which a grid lacks when its values leave out the
-    chip's own. Variants equal to another (the chip's own values, say) collapse into one.
-    """
-    if not chip_sets:
-        return [chip], []
+def own_values(chip: ChipSpec, keys: Iterable[str]) -> dict[str, float]:
+    """The chip's own value of every what-if key; a ConfigError names a key it lacks (so
+    that a typo stops the sweep before anything runs)."""
     raw = chip.raw()
-    own = {key: numeric_value(raw, key, chip.source) for key in chip_sets}
-    variants: dict[str, ChipSpec] = {chip.digest: chip}
-    notes = []
+    return {key: numeric_value(raw, key, chip.source) for key in keys}
+
+
+def variant_count(chip_sets: dict[str, list[float]]) -> int:
+    """How many chips :func:`chip_variants` yields at most, counted without building one:
+    the chip as given, the grid of every key's values, and with several keys each key's
+    values with the others at the chip's own."""
+    if not chip_sets:
+        return 1
+    sizes = [len(dict.fromkeys(values)) for values in chip_sets.values()]
+    grid = math.prod(sizes)
+    return 1 + grid + (sum(sizes) if len(sizes) > 1 else 0)
+
+
+def chip_variants(chip: ChipSpec, chip_sets: dict[str, list[float]],
+                  skipped: Callable[[str], None]) -> Iterator[ChipSpec]:
+    """The chip as given, then every combination of the what-if values (the grid of all
+    keys), built one at a time as the caller asks for them: a grid of 10^9 points costs
+    nothing until it runs. A combination that fails validation is left out, and
+    ``skipped`` receives the validation message.
+
+    Each key must name a number in the chip (checked before the first variant). With
+    several keys, each key's values are also run with the other keys at the chip's own
+    values: the one-at-a-time changes that sensitivities are measured on, which a grid
+    lacks when its values leave out the chip's own. A combination that changes nothing
+    (every key at the chip's own value) is the chip as given and is not repeated.
+    """
+    yield chip
+    if not chip_sets:
+        return
+    own = own_values(chip, chip_sets)
     keys = list(chip_sets)
-    grid = [tuple(zip(keys, values))
-            for values in itertools.product(*(list(dict.fromkeys(chip_sets[k])) for k in keys))]
+    values = [list(dict.fromkeys(chip_sets[k])) for k in keys]
+    combinations: Iterable[tuple] = itertools.product(*values)
     if len(keys) > 1:
-        grid += [tuple((k, value if k == key else own[k]) for k in keys)
-                 for key in keys for value in dict.fromkeys(chip_sets[key])]
-    for combination in dict.fromkeys(grid):
+        # a one-at-a-time change is already in the grid when every other key's values
+        # include the chip's own value; only the others are added
+        extra = [tuple(value if k == key else own[k] for k in keys)
+                 for i, key in enumerate(keys)
+                 if not all(own[k] in values[j] for j, k in enumerate(keys) if j != i)
+                 for value in values[i]]
+        combinations = itertools.chain(combinations, dict.fromkeys(extra))
+    for combination in combinations:
         # a key at the chip's own value is no change: leave it out of the label
-        overrides = tuple((k, v) for k, v in combination if v != own[k])
+        overrides = tuple((k, v) for k, v in zip(keys, combination) if v != own[k])
+        if not overrides:
+            continue
         try:
             variant = chip.with_overrides(overrides)
         except DspSimError as exc:
-            notes.append(f"{chip.name} with {format_overrides(overrides)}: skipped, not a valid "
-                         f"chip: {exc}")
+            skipped(f"{chip.name} with {format_overrides(overrides)}: skipped, not a valid "
+                    f"chip: {exc}")
             continue
         if variant.digest != chip.digest:
-            variants.setdefault(variant.digest, variant)
-    return list(variants.values()), notes
+            yield variant
 
 
 def chip_label(chip: ChipSpec) -> str:

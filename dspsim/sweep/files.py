@@ -16,6 +16,7 @@ import threading
 from typing import Any, Iterator
 
 from dspsim.sim.errors import ArgumentError
+from dspsim.sweep.study import Schema
 
 #: Columns of rows.csv (rows.jsonl and rows.json hold the same keys), in display order.
 COLUMNS = (
@@ -36,6 +37,8 @@ COLUMNS = (
 #: What a stored row must hold for resuming, speedups and plots to use it.
 REQUIRED = {"key": str, "chip": str, "operator": str, "dtype": str, "length": int,
             "core_mask": int, "cores": int, "cycles": int, "config_digest": str}
+#: The rows of call sweeps.
+CALL_SCHEMA = Schema("call", COLUMNS, REQUIRED)
 
 
 
@@ -121,11 +124,12 @@ def interrupts_deferred() -> Iterator[None]:
             previous(*caught[0])  # Python's own handler raises KeyboardInterrupt here
 
 
-def read_rows(path: str) -> tuple[list[dict[str, Any]], int]:
+def read_rows(path: str, schema: Schema = CALL_SCHEMA) -> tuple[list[dict[str, Any]], int]:
     """Rows of a JSON Lines file and the byte length of its intact part.
 
     A torn last line (no final newline, or not a JSON object) is left out; a bad line
-    anywhere else is an error naming the file and the line.
+    anywhere else, or a row of another kind of study, is an error naming the file and
+    the line.
     """
     try:
         with open(path, "rb") as handle:
@@ -146,15 +150,21 @@ def read_rows(path: str) -> tuple[list[dict[str, Any]], int]:
             raise StoreError(f"{path}: line {number} is not a JSON row ({exc}); delete that "
                              f"line (or the sweep folder) and run the sweep again") from None
         if row is not None:
-            _check_row(row, path, number)
+            _check_row(row, path, number, schema)
             rows.append(row)
         offset += len(line) + 1
     return rows, intact
 
 
-def _check_row(row: dict[str, Any], path: str, number: int) -> None:
-    """A row must hold what resuming and plotting read; name the line and what is wrong."""
-    for column, kind in REQUIRED.items():
+def _check_row(row: dict[str, Any], path: str, number: int, schema: Schema) -> None:
+    """A row must be of this study's kind and hold what resuming and plotting read; name
+    the line and what is wrong."""
+    kind_of_row = row.get("study", "call")  # rows written before studies had kinds are calls
+    if kind_of_row != schema.study:
+        raise StoreError(f"{os.path.dirname(path) or '.'} holds the rows of a {kind_of_row} "
+                         f"study (line {number} of {os.path.basename(path)}); choose another "
+                         f"--out folder for this {schema.study} study")
+    for column, kind in schema.required.items():
         value = row.get(column)
         fine = isinstance(value, kind) and not isinstance(value, bool)
         if not fine:

@@ -9,14 +9,17 @@ worker, local or remote, can rebuild the chip without access to the user's files
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from dspsim import kernels
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.chip.overrides import split_key
-from dspsim.sweep.chips import (ChipSpec, chip_label, chip_variants, format_overrides,
-                                unique_chips)
+from dspsim.sweep.notes import ChipLabels, SkippedNotes, some
+from dspsim.sweep.chips import (ChipSpec, chip_label, chip_variants,
+                                format_overrides, own_values, unique_chips, variant_count)
+from dspsim.sweep.files import CALL_SCHEMA
+from dspsim.sweep.study import Plan
 
 __all__ = ["BASELINE_MASK", "DEFAULT_FIDELITY", "ChipSpec", "Plan", "RunSpec", "SweepSpec",
            "format_overrides", "format_params", "masks_for", "plan", "resolve_operator"]
@@ -86,12 +89,6 @@ class SweepSpec:
     chip_sets: dict[str, list[float]] = field(default_factory=dict)
     #: users' own operators: kernel files (paths or KernelSource), as Chip(kernels=) takes
     kernels: tuple = ()
-
-
-@dataclass
-class Plan:
-    runs: list[RunSpec]
-    notes: list[str]
 
 
 # ----------------------------------------------------------------------------- planning
@@ -186,68 +183,116 @@ def _check_spec(spec: SweepSpec) -> None:
             raise ArgumentError(f"--set {key}: give at least one value")
 
 
-def _some(names: list[str], shown: int = 4) -> str:
-    """A short list: ``a, b, c, d, … (16 in all)``."""
-    if len(names) <= shown:
-        return ", ".join(names)
-    return f"{', '.join(names[:shown])}, … ({len(names)} in all)"
-
-
 def plan(spec: SweepSpec) -> Plan:
-    """Every run of the sweep, and a note for each combination a chip cannot run."""
+    """The runs of the sweep, counted now and built as they are asked for.
+
+    Everything that can be checked without building what-if variants is checked here
+    (operators, parameters, dtypes, keys, chips), so that a bad request fails before any
+    folder is made; the plan's :attr:`~Plan.count` bounds the runs from above.
+    """
     _check_spec(spec)
-    chips: list[ChipSpec] = []
-    notes: list[str] = []
-    lacking: list[ConfigError] = []
     given = unique_chips(spec.chips)
+    notes: list[str] = []
+    chips: list[tuple[ChipSpec, dict[str, list[float]]]] = []
+    lacking: list[ConfigError] = []
     for chip in given:
         try:
-            variants, refused = chip_variants(chip, spec.chip_sets)
+            own_values(chip, spec.chip_sets)
+            chips.append((chip, spec.chip_sets))
         except ConfigError as exc:
             # a key another chip of the sweep has (FT78NE's dma.controllers, say): this chip
             # runs as given; a key no chip has is a typo and stops the sweep
             lacking.append(exc)
-            variants, refused = [chip], [f"{chip.name}: runs only as given: {exc}"]
-        chips.extend(variants)
-        notes.extend(refused)
+            chips.append((chip, {}))
+            notes.append(f"{chip.name}: runs only as given: {exc}")
     if lacking and len(lacking) == len(given):
         raise lacking[0]
-    found = kernels.kernel_set(list(spec.kernels) or None)
-    runs: list[RunSpec] = []
+    calls = _calls(spec, kernels.kernel_set(list(spec.kernels) or None))
+    count = baselines = most_masks = 0
+    widest = max(spec.chip_sets.get("cores", [0]), default=0)
+    for chip, sets in chips:
+        masks, _ = masks_for(spec, max(chip.cores, int(widest) if "cores" in sets else 0))
+        supported = sum(1 for _, dtype, _, _ in calls if dtype in chip.dtypes)
+        groups = variant_count(sets) * supported * len(dict.fromkeys(spec.lengths))
+        count += groups * len(masks)
+        most_masks = max(most_masks, len(masks))
+        baselines += 0 if BASELINE_MASK in masks else groups
+    if not count:  # an upper bound: no variant can run what the chips as given cannot
+        as_given = [(chip, {}) for chip, _ in chips]
+        raise ArgumentError("nothing to run: " + ("; ".join(
+            _call_notes(spec, calls, as_given)) or "empty sweep"))
+    sizes = [f"{len(dict.fromkeys(v)):,}" for v in spec.chip_sets.values()]
+    shape = [f"{' × '.join(sizes)} what-if values"] if sizes else []
+    shape += [f"{len(calls):,} operator{'s' * (len(calls) != 1)}",
+              f"{len(dict.fromkeys(spec.lengths)):,} length{'s' * (len(set(spec.lengths)) != 1)}",
+              f"{len(given):,} chip{'s' * (len(given) != 1)}",
+              f"up to {most_masks:,} core mask{'s' * (most_masks != 1)}"]
+    return Plan(CALL_SCHEMA, count, baselines, " × ".join(shape), notes,
+                lambda found: _call_runs(spec, calls, chips, found))
+
+
+#: One call of a sweep, for every chip: its C name, dtype, parameters, and the users'
+#: kernel files its operator needs (empty for the library's own)
+Call = tuple[str, str, tuple[tuple[str, float], ...], tuple[kernels.KernelSource, ...]]
+
+
+def _calls(spec: SweepSpec, found: kernels.KernelSet) -> list[Call]:
+    """Every call of the sweep, checked once for all chips; ``found``: the operators
+    (the library's, installed ones and the sweep's own kernel files)."""
+    calls = []
     used_params: set[str] = set()
-    skipped_masks: dict[str, list[str]] = {}
-    for chip in chips:
-        masks, too_wide = masks_for(spec, chip.cores)
-        label = chip_label(chip)
-        if too_wide:
-            skipped_masks.setdefault(too_wide, []).append(label)
-        unsupported: dict[str, list[str]] = {}
-        for name in expand_operators(spec.operators, found):
-            for dtype in dict.fromkeys(spec.dtypes):
-                cname = resolve_operator(name, dtype, found)
-                if cname is None:
-                    continue
+    for name in expand_operators(spec.operators, found):
+        for dtype in dict.fromkeys(spec.dtypes):
+            cname = resolve_operator(name, dtype, found)
+            if cname is None:
+                continue
+            params = _operator_params(cname, spec.params, found)
+            used_params.update(k for k, _ in params)
+            # only the files a run's operator needs travel with it
+            own = found.sources if found.parse(cname).operator.stem in found.origins else ()
+            calls.append((cname, dtype, params, own))
+    unused = sorted(set(spec.params) - used_params)
+    if unused and calls:
+        raise ArgumentError(f"no swept operator has parameter {unused[0]!r}; check --param")
+    if not calls:
+        raise ArgumentError("nothing to run: no operator of --ops exists in the dtypes "
+                            f"{', '.join(spec.dtypes)}")
+    return calls
+
+
+def _call_notes(spec, calls, chips) -> list[str]:
+    notes: list[str] = []
+    for _ in _call_runs(spec, calls, chips, notes):
+        pass
+    return notes
+
+
+def _call_runs(spec: SweepSpec, calls, chips, notes: list[str]) -> Iterator[RunSpec]:
+    """The runs, variant after variant; notes of what a chip cannot run go to ``notes``
+    when the last run has been handed out."""
+    skipped = SkippedNotes(notes)
+    too_wide, lacking_dtype = ChipLabels(), ChipLabels()
+    for given, sets in chips:
+        for chip in chip_variants(given, sets, skipped):
+            masks, wide = masks_for(spec, chip.cores)
+            label = chip_label(chip)
+            if wide:
+                too_wide.add(wide, label, chip.cores)
+            unsupported: dict[str, list[str]] = {}
+            for cname, dtype, params, own in calls:
                 if dtype not in chip.dtypes:
                     unsupported.setdefault(dtype, []).append(cname)
                     continue
-                params = _operator_params(cname, spec.params, found)
-                used_params.update(k for k, _ in params)
-                # only the files a run's operator needs travel with it
-                own = found.sources if found.parse(cname).operator.stem in found.origins \
-                    else ()
-                runs.extend(RunSpec(chip, cname, length, mask, params, spec.numerics, spec.seed,
-                                    spec.fidelity, own)
-                            for length in dict.fromkeys(spec.lengths) for mask in masks)
-        notes.extend(f"{label} does not support {dtype} (its dtypes: "
-                     f"{', '.join(chip.dtypes)}): skipped {_some(names)}"
-                     for dtype, names in unsupported.items())
-    for what, labels in skipped_masks.items():
-        cores = {c.cores for c in chips if chip_label(c) in labels}
-        has = f"has {cores.pop()} cores" if len(cores) == 1 else "has fewer cores"
-        notes.append(f"{_some(labels)} {has}: skipped {what}")
-    unused = sorted(set(spec.params) - used_params)
-    if unused and runs:
-        raise ArgumentError(f"no swept operator has parameter {unused[0]!r}; check --param")
-    if not runs:
-        raise ArgumentError("nothing to run: " + ("; ".join(notes) or "empty sweep"))
-    return Plan(runs, notes)
+                for length in dict.fromkeys(spec.lengths):
+                    for mask in masks:
+                        yield RunSpec(chip, cname, length, mask, params, spec.numerics,
+                                      spec.seed, spec.fidelity, own)
+            for dtype, names in unsupported.items():
+                lacking_dtype.add(f"{dtype} (its dtypes: {', '.join(chip.dtypes)}): skipped "
+                                  f"{some(names)}", label, chip.cores)
+    skipped.summary()
+    notes.extend(lacking_dtype.notes(
+        lambda what, labels, one, _: f"{labels} {'does' if one else 'do'} not support {what}"))
+    notes.extend(too_wide.notes(
+        lambda what, labels, one, sizes: f"{labels} {'has' if one else 'have'} "
+        f"{f'{min(sizes)} cores' if len(sizes) == 1 else 'fewer cores'}: skipped {what}"))

@@ -1,18 +1,16 @@
-"""One run of a sweep, as a worker executes it: simulate, then flatten into a row.
+"""One call of a sweep, as a worker executes it: simulate, then flatten into a row.
 
-:func:`execute` is module-level and takes and returns plain data, so that local worker
-processes and Dask workers can run it.
+:func:`execute_call` is module-level and takes and returns plain data, so that local
+worker processes and Dask workers can run it.
 """
 from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dspsim import kernels
 from dspsim.chip import Chip
 from dspsim.kernels.check import compare
 from dspsim.placement import c_arguments, place_operands
@@ -25,24 +23,16 @@ from dspsim.sweep.plan import (BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_
                                format_params)
 
 
-@dataclass(frozen=True)
-class Task:
-    """What a worker receives: a run and, if known, the cycles of its one-core baseline."""
-
-    run: RunSpec
-    baseline_cycles: int | None
-
-
-def execute(task: Task) -> dict[str, Any]:
-    """Simulate one run; ``{"row": {...}}``, or ``{"note": ...}`` if the chip refused it."""
-    run = task.run
+def execute_call(run: RunSpec, baseline_cycles: int | None) -> dict[str, Any]:
+    """Simulate one call; ``{"row": {...}}``, or ``{"note": ...}`` if the chip refused it.
+    ``baseline_cycles``: of its one-core baseline, if known (for the speedup)."""
     started = time.perf_counter()
     try:
         result, check = _simulate(run)
     except DspSimError as exc:
         return {"note": f"{run.chip.name} {run.operator} n={run.length} "
                         f"mask={run.core_mask:#x}: {exc}"}
-    row = result_row(run, result, check, task.baseline_cycles)
+    row = result_row(run, result, check, baseline_cycles)
     row["host_seconds"] = round(time.perf_counter() - started, 4)
     return {"row": row}
 
@@ -147,7 +137,8 @@ def result_row(run: RunSpec, result, check, baseline_cycles: int | None) -> dict
 
     speedup = baseline_cycles / cycles if baseline_cycles and cycles else None
     row.update({
-        "stem": run.operator.partition("_")[2].rpartition("_")[0],  # <prefix>_<stem>_<s|p>
+        # <prefix>_<stem>_<s|p>: a user's operator is not in the library's registry
+        "study": "call", "stem": run.operator.partition("_")[2].rpartition("_")[0],
         "core_mask": run.core_mask, "core_mask_hex": f"{run.core_mask:#x}",
         "baseline_cycles": baseline_cycles, "speedup": speedup,
         "parallel_efficiency": speedup / len(result.cores) if speedup else None,

@@ -26,9 +26,10 @@ from typing import Any
 from dspsim.sim.errors import ArgumentError
 from dspsim.atomic import write_atomically
 from dspsim.tables import csv_text
-from dspsim.sweep.files import (COLUMNS, REQUIRED, StoreError, append_whole, fsync_file,
-                                interrupts_deferred, json_safe, os_problem, read_rows,
-                                row_line, truncate_quietly)
+from dspsim.sweep.study import Schema
+from dspsim.sweep.files import (CALL_SCHEMA, COLUMNS, REQUIRED, StoreError, append_whole,
+                                fsync_file, interrupts_deferred, json_safe, os_problem,
+                                read_rows, row_line, truncate_quietly)
 
 __all__ = ["COLUMNS", "CSV", "JSON", "JSONL", "REQUIRED", "RowStore", "StoreError",
            "read_rows"]
@@ -44,10 +45,16 @@ SYNC_INTERVAL_S = 1.0
 
 
 class RowStore:
-    """The rows of one sweep folder; use as a context manager around a sweep."""
+    """The rows of one sweep folder; use as a context manager around a sweep.
 
-    def __init__(self, folder: str) -> None:
+    ``schema`` says which kind of study the folder keeps (call sweeps unless told): its
+    rows.csv columns, and what every stored row must hold. A folder holding rows of
+    another kind is refused when opened.
+    """
+
+    def __init__(self, folder: str, schema: Schema = CALL_SCHEMA) -> None:
         self.folder = folder
+        self.schema = schema
         self.rows: dict[str, dict[str, Any]] = {}
         self.notes: list[str] = []
         self.repaired_bytes = 0
@@ -62,6 +69,11 @@ class RowStore:
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> "RowStore":
         """Lock the folder, load finished rows (repairing a torn tail) and rebuild the views."""
+        if not self.folder:
+            raise StoreError("the sweep's --out folder is empty; give a folder name")
+        if os.path.exists(self.folder) and not os.path.isdir(self.folder):
+            raise StoreError(f"--out {self.folder} exists and is not a folder; choose a "
+                             f"folder path")
         try:
             os.makedirs(self.folder, exist_ok=True)
         except OSError as exc:
@@ -83,7 +95,7 @@ class RowStore:
             raise StoreError(f"{jsonl} is not a regular file; move it away or choose another "
                              f"--out folder")
         if os.path.exists(jsonl):
-            rows, good_end = read_rows(jsonl)
+            rows, good_end = read_rows(jsonl, self.schema)
             size = os.path.getsize(jsonl)
             if good_end < size:
                 self.repaired_bytes = size - good_end
@@ -144,7 +156,8 @@ class RowStore:
         A StoreError (disk full, file-size limit, folder gone) leaves both files as they
         were before the row.
         """
-        line, text = row_line(row), csv_text([row], COLUMNS, header=False).encode("utf-8")
+        line = row_line(row)
+        text = csv_text([row], self.schema.columns, header=False).encode("utf-8")
         sync = time.monotonic() - self._last_sync >= SYNC_INTERVAL_S
         with interrupts_deferred():
             try:
@@ -179,7 +192,7 @@ class RowStore:
     def write_json(self) -> None:
         """Rewrite rows.json (atomically) from every row of the folder."""
         started = time.monotonic()
-        document = {"columns": list(COLUMNS),
+        document = {"study": self.schema.study, "columns": list(self.schema.columns),
                     "rows": [{k: json_safe(v) for k, v in r.items()} for r in self.rows.values()],
                     "notes": self.notes}
         self._replace(JSON, json.dumps(document, indent=1).encode("utf-8"))
@@ -187,7 +200,7 @@ class RowStore:
         self._json_seconds = self._last_json_write - started
 
     def _rewrite_views(self) -> None:
-        self._replace(CSV, csv_text(self.rows.values(), COLUMNS).encode("utf-8"))
+        self._replace(CSV, csv_text(self.rows.values(), self.schema.columns).encode("utf-8"))
         self.write_json()
 
     def _replace(self, name: str, data: bytes) -> None:
