@@ -159,6 +159,7 @@ def chip_key_reference(chips: dict[str, str]) -> str:
            f"{low:g} to {high:g}; a key marked optional may be left out. A path with "
            "`<unit>` or `<instruction>` stands for any name, `<i>` for a list position "
            "(0, 1, ...), as in `--set dma.controllers.1.count=6`.", "",
+           "## Every key", "",
            "| key | unit | allowed values | meaning |", "|---|---|---|---|"]
     out += [f"| `{row.key}` | {_cell(row.unit)} | {_cell(row.allowed)} | {_cell(row.meaning)} |"
             for row in key_table()]
