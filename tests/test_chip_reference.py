@@ -68,7 +68,7 @@ def test_every_value_of_a_packaged_chip_appears_with_its_source(page, name):
     text = Path(packaged_chips()[name]).read_text(encoding="utf-8")
     rows = chip_values(text)
     assert yaml.safe_load(text)["name"] in page
-    for key, value, comment in rows:
+    for key, value, _ in rows:
         assert f"| `{key}` | `{value}` |" in page, key
     sources = dict((key, comment) for key, _, comment in rows)
     assert sources["memory.ddr.efficiency"].startswith("assumed")

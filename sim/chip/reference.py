@@ -9,8 +9,8 @@ joins them into the Markdown page the docs site builds.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import yaml
 
@@ -49,11 +49,11 @@ def schema_keys(field: Field | None = None, prefix: str = "") -> Iterator[tuple[
     """Every key path of the chip format with its field, parents before children."""
     field = field or Field("section", schema=CHIP_SCHEMA)
     children: list[tuple[str, Field]] = []
-    if field.kind == "section":
+    if field.kind == "section" and field.schema is not None:
         children = list(field.schema.items())
-    elif field.kind == "mapping":
+    elif field.kind == "mapping" and field.item is not None:
         children = [(_free_name(prefix), field.item)]
-    elif field.kind == "list" and field.item.kind == "section":
+    elif field.kind == "list" and field.item is not None and field.item.kind == "section":
         children = [("<i>", field.item)]
     for name, sub in children:
         path = f"{prefix}.{name}" if prefix else name
@@ -77,8 +77,9 @@ def _allowed(key: str, field: Field, doc: KeyDoc) -> str:
     kinds = {"int": "whole number", "number": "number", "str": "text",
              "section": "section", "mapping": "mapping", "list": "list"}
     parts = [kinds[field.kind]]
-    if field.kind == "list" and field.item.kind != "section":
-        parts = [f"list of {kinds[field.item.kind] if field.item.kind != 'str' else 'name'}s"]
+    item = field.item
+    if field.kind == "list" and item is not None and item.kind != "section":
+        parts = [f"list of {'name' if item.kind == 'str' else kinds[item.kind]}s"]
     if field.positive:
         parts.append("> 0")
     if field.non_negative:
@@ -142,7 +143,9 @@ def chip_values(text: str) -> list[tuple[str, str, str]]:
             for index, item in enumerate(node.value):
                 walk(item, f"{path}.{index}")
 
-    walk(yaml.compose(text, Loader=yaml.SafeLoader), "")
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if root is not None:
+        walk(root, "")
     return rows
 
 
