@@ -228,3 +228,11 @@ def test_a_block_writing_outside_the_ignored_folders_is_caught(tmp_path):
     (tmp_path / "kept.txt").write_text("changed by the block")
     with pytest.raises(AssertionError, match=r"changes or removes files.*kept.txt"):
         check_writes_only_ignored(tmp_path, before, "a block")
+
+
+def test_every_picture_in_docs_is_shown_on_a_page():
+    pages = "\n".join(page.read_text(encoding="utf-8") for page in DOCUMENTS)
+    pictures = sorted((ROOT / "docs").glob("*.png"))
+    assert pictures
+    unshown = [p.name for p in pictures if f"]({p.name})" not in pages]
+    assert not unshown, f"pictures in docs/ that no page shows: {unshown}"
