@@ -3,10 +3,12 @@ operator catalogue lists every operator of the library. (``mkdocs build --strict
 .ci/run builds the site itself.)"""
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import re
 from pathlib import Path
 
+from dspsim.cli.main import build_parser
 from dspsim.kernels import OPERATORS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,3 +44,18 @@ def test_the_operator_catalogue_lists_every_operator_with_its_arguments():
     for op in OPERATORS.values():
         assert f"| `{op.stem}` | `{', '.join(op.args)}` |" in page
     assert "lambd ≥ 0 (default 0.5)" in page
+
+
+def test_the_option_reference_shows_every_command_and_option():
+    hook = _hook("commands.py")
+    source = (DOCS / "commands.md").read_text(encoding="utf-8")
+    assert hook.MARKER in source
+    page = hook.on_page_markdown(source, page=None)
+    commands = hook._subcommands(build_parser())
+    assert {"run", "sweep", "program", "calibrate", "trace"} <= set(commands)
+    for name, parser in commands.items():
+        assert f"### dspsim {name}\n" in page
+        for action in parser._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction):
+                assert f"| `{', '.join(action.option_strings)}" in page, (name, action)
+    assert "#### dspsim trace summary\n" in page

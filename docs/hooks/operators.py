@@ -13,7 +13,7 @@ MARKER = "<!-- operators: generated from the operator library -->"
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("*", "\\*") or "—"
+    return text.replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;") or "—"
 
 
 def _param(param) -> str:
