@@ -93,3 +93,10 @@ def test_a_meaning_for_no_key_fails_the_reference(monkeypatch):
 def test_a_hash_inside_a_value_is_not_taken_for_a_comment():
     rows = chip_values("name: 'a # b'   # the source\nclock_mhz: 1000\n")
     assert rows == [("name", "'a # b'", "the source"), ("clock_mhz", "1000", "")]
+
+
+def test_a_comment_continued_in_its_column_is_one_source():
+    text = ("units:\n  alu: 2   # one per side:\n           # .L and .S\n"
+            "  # a comment of its own\n  mul: 2   # .M\n")
+    assert chip_values(text) == [("units.alu", "2", "one per side: .L and .S"),
+                                 ("units.mul", "2", ".M")]

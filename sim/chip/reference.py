@@ -108,20 +108,31 @@ def key_table() -> list[KeyRow]:
 
 
 def _line_comments(text: str) -> dict[int, str]:
-    """Each line's comment (after the line's last YAML token, so a ``#`` in a value is
-    never taken for one), by line number."""
+    """Each value line's comment (after the line's last YAML token, so a ``#`` in a value
+    is never taken for one), by line number, with the comment-only lines that continue it
+    in the same column."""
     ends: dict[int, int] = {}
     for token in yaml.scan(text, Loader=yaml.SafeLoader):
         line = token.end_mark.line
         ends[line] = max(ends.get(line, 0), token.end_mark.column)
-    comments = {}
+    comments: dict[int, str] = {}
+    open_comment: tuple[int, int] | None = None  # (line it belongs to, its column)
     for number, line in enumerate(text.splitlines()):
-        start = ends.get(number, 0)
-        column = line.find("#", start)
+        if number not in ends:
+            if open_comment and line.strip().startswith("#") and \
+                    line.index("#") == open_comment[1]:
+                owner = open_comment[0]
+                comments[owner] += " " + line.strip().lstrip("#").strip()
+            else:
+                open_comment = None
+            continue
+        column = line.find("#", ends[number])
         while column > 0 and line[column - 1] not in " \t":
             column = line.find("#", column + 1)
-        if column >= 0 and number in ends:
+        open_comment = None
+        if column >= 0:
             comments[number] = line[column:].lstrip("#").strip()
+            open_comment = (number, column)
     return comments
 
 
