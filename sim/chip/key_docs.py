@@ -38,6 +38,9 @@ KEY_DOCS: dict[str, KeyDoc] = {
                      rule=f"each one of {', '.join(DTYPE_BITS)}; "
                           "`vector.lane_width_bits` a multiple of each one's width"),
     "vector": KeyDoc("The vector core of every core."),
+    "vector.model": KeyDoc("How an instruction mix is costed, by name in the compute-model "
+                           "registry (sim/engine/vector.py); absent: `vliw_issue`, the busiest "
+                           "unit's issue cycles.", rule="a registered compute model"),
     "vector.lane_width_bits": KeyDoc("SIMD width: lanes = this / the dtype's bits."),
     "vector.pipeline_fill_cycles": KeyDoc("Latency before a tile's first result, paid per tile."),
     "vector.loop_overhead_cycles_per_tile": KeyDoc("Loop set-up and exit per tile."),
@@ -59,40 +62,53 @@ KEY_DOCS: dict[str, KeyDoc] = {
     "vector.instructions.<instruction>.expand.<instruction>": KeyDoc(
         "How many of that instruction one use takes.", unit="instructions per use",
         rule="a name of `vector.instructions`"),
-    "memory": KeyDoc("The memory map: DDR, shared SRAM and a private L2 per core. No two "
-                     "address windows may overlap."),
-    "memory.ddr": KeyDoc("External DDR, shared by all cores."),
-    "memory.ddr.base_address": KeyDoc("First byte address of DDR.", unit="byte address",
-                                      rule=_ADDRESS),
-    "memory.ddr.size_mib": KeyDoc("DDR capacity; storage is allocated only when written."),
-    "memory.ddr.peak_bandwidth_gbps": KeyDoc("Peak DDR bandwidth, shared max-min fairly by "
-                                             "the transfers in flight."),
-    "memory.ddr.efficiency": KeyDoc("Achievable share of peak (page misses, refresh, bus "
-                                    "turnaround); achievable bandwidth = peak × this.",
-                                    unit="fraction", rule="in (0, 1]"),
-    "memory.shared_sram": KeyDoc("On-chip SRAM shared by all cores (MSMC on a C6678)."),
-    "memory.shared_sram.base_address": KeyDoc("First byte address.", unit="byte address",
-                                              rule=_ADDRESS),
-    "memory.shared_sram.size_kib": KeyDoc("Capacity."),
-    "memory.shared_sram.bandwidth_gbps": KeyDoc("Bandwidth shared by all transfers to or "
-                                                "from it."),
-    "memory.l2": KeyDoc("Each core's private L2, where tiles are buffered."),
-    "memory.l2.base_address": KeyDoc("Core 0's L2 (global address).", unit="byte address",
-                                     rule=_ADDRESS),
-    "memory.l2.core_stride_bytes": KeyDoc("Distance from core n's L2 to core n+1's; absent "
-                                          "or 0: one L2 window, local to each core.",
-                                          rule="at least the L2 size"),
-    "memory.l2.local_alias_address": KeyDoc("Where each core also sees its own L2; such an "
-                                            "address means core 0 unless a call says "
-                                            "`core=`.", unit="byte address", rule=_ADDRESS),
-    "memory.l2.size_kib": KeyDoc("L2 capacity per core."),
-    "memory.l2.load_store_bytes_per_cycle": KeyDoc("The core's L2 port: bounds private-storage "
-                                                   "calls and the DMA into and out of L2."),
-    "memory.l2.reserve_kib": KeyDoc("Kept out of tile buffers (stack, code, runtime data).",
-                                    rule="less than the L2 size"),
+    "memory": KeyDoc("The memory levels, by name (ddr, shared_sram, l2, msmc...): each a "
+                     "window of addresses whose `kind` says which keys it takes. No two "
+                     "windows may overlap."),
+    "memory.<name>": KeyDoc("One memory level."),
+    "memory.<name>.kind": KeyDoc("`dram` (external, shared; takes peak_bandwidth_gbps and "
+                                 "efficiency), `sram` (on-chip, shared; bandwidth_gbps) or "
+                                 "`private` (one per core; load_store_bytes_per_cycle, "
+                                 "reserve_kib). Absent: private with a load/store port, dram "
+                                 "with a peak or efficiency, sram otherwise.",
+                                 rule="dram, sram or private"),
+    "memory.<name>.label": KeyDoc("The level's name in reports and bounds (\"DDR\", "
+                                  "\"shared SRAM\"); absent: the key's name."),
+    "memory.<name>.base_address": KeyDoc("First byte address of the level (core 0's for a "
+                                         "private level).", unit="byte address",
+                                         rule=_ADDRESS),
+    "memory.<name>.size_mib": KeyDoc("Capacity in MiB (or give size_kib); storage is "
+                                     "allocated only when written."),
+    "memory.<name>.size_kib": KeyDoc("Capacity in KiB (or give size_mib); per core for a "
+                                     "private level."),
+    "memory.<name>.peak_bandwidth_gbps": KeyDoc("A dram level's peak bandwidth, shared "
+                                                "max-min fairly by the transfers in flight."),
+    "memory.<name>.efficiency": KeyDoc("A dram level's achievable share of peak (page misses, "
+                                       "refresh, bus turnaround): achievable = peak × this.",
+                                       unit="fraction", rule="in (0, 1]"),
+    "memory.<name>.bandwidth_gbps": KeyDoc("An sram level's bandwidth, shared by all "
+                                           "transfers to or from it."),
+    "memory.<name>.core_stride_bytes": KeyDoc("A private level: distance from core n's window "
+                                              "to core n+1's; absent or 0: one window, local "
+                                              "to each core.", rule="at least the level's size"),
+    "memory.<name>.local_alias_address": KeyDoc("A private level: where each core also sees "
+                                                "its own window; such an address means core 0 "
+                                                "unless a call says `core=`.",
+                                                unit="byte address", rule=_ADDRESS),
+    "memory.<name>.load_store_bytes_per_cycle": KeyDoc("A private level's port: bounds "
+                                                       "private-storage calls and the DMA "
+                                                       "into and out of it."),
+    "memory.<name>.reserve_kib": KeyDoc("A private level: kept out of tile buffers (stack, "
+                                        "code, runtime data).", rule="less than the size"),
     "dma": KeyDoc("The DMA: engines of each core's own (`engines_per_core`, "
                   "`engine_bandwidth_gbps`) or a pool of transfer controllers every core "
                   "shares (`controllers`), exactly one of the two."),
+    "dma.model": KeyDoc("Which cores share a pool of engines, by name in the DMA-model "
+                        "registry (sim/engine/dma.py); absent: `per_core_engines` with "
+                        "engines_per_core, `shared_pool` with controllers.",
+                        rule="a registered DMA model"),
+    "dma.cores_per_pool": KeyDoc("For a DMA model that groups cores: how many cores share one "
+                                 "pool.", unit="cores"),
     "dma.engines_per_core": KeyDoc("Engines private to each core.", unit="engines"),
     "dma.engine_bandwidth_gbps": KeyDoc("Each private engine's bandwidth cap."),
     "dma.controllers": KeyDoc("Groups of identical transfer controllers shared by all cores "
@@ -123,6 +139,14 @@ KEY_DOCS: dict[str, KeyDoc] = {
     "call": KeyDoc("Fixed costs of a call."),
     "call.launch_cycles": KeyDoc("Dispatch to the cores of the mask, before any tile."),
     "call.barrier_cycles": KeyDoc("End-of-call synchronisation after the slowest core."),
+    "assumed_ranges": KeyDoc("Plausible ranges of assumed values, by key path; they give "
+                             "an estimate's uncertainty band (`--uncertainty`). A range can "
+                             "also be written in the value's comment: `# assumed, range "
+                             "LOW..HIGH: why`."),
+    "assumed_ranges.<name>": KeyDoc("The range of the value at that key path."),
+    "assumed_ranges.<name>.low": KeyDoc("The lowest plausible value.", unit="the key's unit"),
+    "assumed_ranges.<name>.high": KeyDoc("The highest plausible value.", unit="the key's unit"),
+    "assumed_ranges.<name>.reason": KeyDoc("Why the value may lie anywhere in the range."),
     "example_addresses": KeyDoc("Where the operator library's C examples place operands; "
                                 "`dspsim run` puts generated operands there when they fit."),
     "example_addresses.shared_inputs": KeyDoc("Inputs of shared-storage examples, in order.",
