@@ -22,7 +22,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 #: every page whose blocks must run: the README, the contributors' guide, the docs site
-DOCUMENTS = [README, ROOT / "CONTRIBUTING.md"] + sorted((ROOT / "docs").glob("*.md"))
+#: pages whose blocks build on each other run in order, in one folder, by their own tests
+#: (tests/test_docs_pages.py, tests/test_docs_studies.py)
+IN_ORDER = {"custom-kernels.md", "speed-of-light-and-uncertainty.md", "studies.md"}
+DOCUMENTS = [README, ROOT / "CONTRIBUTING.md"] + sorted(
+    page for page in (ROOT / "docs").glob("*.md") if page.name not in IN_ORDER)
 LANGUAGES = {"python", "bash", "sh"}
 
 #: commands the suite cannot run inside itself, and why
