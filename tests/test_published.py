@@ -1,5 +1,5 @@
 """FT78NE against published TI figures for C66x / C674x / C64x+ DSPs: one test per row of
-the README's "Validation against published figures" table. Each test states the figure,
+the "Validation against published figures" table of docs/model.md. Each test states the figure,
 its source, what FT78NE runs for it, and the tolerance with its reason."""
 import math
 

@@ -1,9 +1,10 @@
-"""Every Python and shell block of README.md runs as written.
+"""Every Python and shell block of README.md and of the docs site's pages runs as written.
 
 Each block runs in a fresh copy of the checkout's tracked files (so the checkout stays
 clean), Python blocks in a fresh interpreter, shell blocks in bash with this environment's
-``dspsim`` and ``python`` on the PATH. A few commands cannot run inside the test suite;
-``NOT_RUN`` says which and why, and each is checked another way.
+``dspsim`` and ``python`` on the PATH, and may write only where git ignores (so that a
+reader who runs it leaves a clean checkout). A few commands cannot run inside the test
+suite; ``NOT_RUN`` says which and why, and each is checked another way.
 """
 from __future__ import annotations
 
@@ -14,13 +15,18 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+#: every page whose blocks must run: the README, the contributors' guide, the docs site
+#: pages whose blocks build on each other run in order, in one folder, by their own tests
+#: (tests/test_docs_pages.py, tests/test_docs_studies.py)
+IN_ORDER = {"custom-kernels.md", "speed-of-light-and-uncertainty.md", "studies.md"}
+DOCUMENTS = [README, ROOT / "CONTRIBUTING.md"] + sorted(
+    page for page in (ROOT / "docs").glob("*.md") if page.name not in IN_ORDER)
 LANGUAGES = {"python", "bash", "sh"}
 
 #: commands the suite cannot run inside itself, and why
@@ -33,9 +39,9 @@ NOT_RUN = {
 }
 
 
-def readme_blocks() -> list[tuple[int, str, str]]:
+def readme_blocks(document: Path = README) -> list[tuple[int, str, str]]:
     """(line number, language, text) of every fenced block in a language that runs."""
-    blocks, lines = [], README.read_text(encoding="utf-8").splitlines()
+    blocks, lines = [], document.read_text(encoding="utf-8").splitlines()
     index = 0
     while index < len(lines):
         match = re.match(r"^```(\S*)", lines[index])
@@ -85,14 +91,27 @@ def _environment() -> dict:
     return env
 
 
+def pyproject_extras() -> dict[str, list[str]]:
+    """The optional dependencies pyproject.toml declares, by extra. Python 3.10 has no
+    TOML reader; there the section is read as the plain lists it is written as."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib
+    except ModuleNotFoundError:
+        section = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+        return {match.group(1): re.findall(r'"([^"]+)"', match.group(2))
+                for match in re.finditer(r"^([\w-]+)\s*=\s*\[(.*?)\]\s*$", section,
+                                         flags=re.M | re.S)}
+    return tomllib.loads(text)["project"]["optional-dependencies"]
+
+
 def check_not_run(kind: str, command: str) -> None:
     """What can be checked of a command the suite does not run."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    extras = project["optional-dependencies"]
+    extras = pyproject_extras()
     for part in command.split("&&"):
         words = shlex.split(part, comments=True)
         if words[:2] == ["pip", "install"]:
-            for target in words[2:]:
+            for target in (word for word in words[2:] if word not in ("-e", "--editable")):
                 wanted = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", target)
                 assert wanted, f"pip installs {target!r}, not this checkout"
                 for extra in filter(None, (wanted.group(1) or "").split(",")):
@@ -113,17 +132,41 @@ def check_not_run(kind: str, command: str) -> None:
         module.build_parser().parse_args(words[2:])  # exits (fails the test) on a bad option
 
 
-BLOCKS = readme_blocks()
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder`` by relative path, with its size and change time."""
+    return {str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns)
+            for path in folder.rglob("*") if path.is_file()}
 
 
-@pytest.mark.parametrize("line, language, text", BLOCKS,
-                         ids=[f"line{line}-{language}" for line, language, _ in BLOCKS])
-def test_readme_block_runs_as_written(tmp_path, line, language, text):
+def check_writes_only_ignored(checkout: Path, before: dict, where: str) -> None:
+    """Fail when a block changed a tracked file or made one git would not ignore."""
+    after = _files(checkout)
+    changed = sorted(name for name in before if after.get(name) != before[name])
+    assert not changed, f"{where} changes or removes files of the checkout: {changed}"
+    made = sorted(set(after) - set(before))
+    if not made or not (ROOT / ".git").exists():
+        return
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=ROOT,
+                             input="\n".join(made), capture_output=True, text=True).stdout
+    kept = sorted(set(made) - set(ignored.splitlines()))
+    assert not kept, f"{where} writes outside the folders git ignores: {kept}"
+
+
+BLOCKS = [(document, *block) for document in DOCUMENTS for block in readme_blocks(document)]
+
+
+@pytest.mark.parametrize("document, line, language, text", BLOCKS,
+                         ids=[f"{doc.relative_to(ROOT)}:{line}-{language}"
+                              for doc, line, language, _ in BLOCKS])
+def test_readme_block_runs_as_written(tmp_path, document, line, language, text):
     checkout = fresh_checkout(tmp_path)
+    before = _files(checkout)
+    where = f"{document.relative_to(ROOT)} line {line}"
     if language == "python":
         proc = subprocess.run([sys.executable, "-c", text], cwd=checkout, capture_output=True,
                               text=True, env=_environment(), timeout=600)
-        assert proc.returncode == 0, f"README line {line}:\n{proc.stderr}"
+        assert proc.returncode == 0, f"{where}:\n{proc.stderr}"
+        check_writes_only_ignored(checkout, before, where)
         return
     script = []
     for command in shell_commands(text):
@@ -137,14 +180,80 @@ def test_readme_block_runs_as_written(tmp_path, line, language, text):
     proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", "\n".join(script)],
                           cwd=checkout, capture_output=True, text=True, env=_environment(),
                           timeout=600)
-    assert proc.returncode == 0, f"README line {line}:\n{proc.stdout[-2000:]}\n{proc.stderr}"
+    assert proc.returncode == 0, f"{where}:\n{proc.stdout[-2000:]}\n{proc.stderr}"
+    check_writes_only_ignored(checkout, before, where)
 
 
-def test_the_readme_blocks_that_run_include_the_quick_start():
-    commands = [c for _, lang, text in BLOCKS if lang != "python" for c in shell_commands(text)]
+def test_the_blocks_that_run_include_the_quick_start():
+    commands = [c for _, _, lang, text in BLOCKS if lang != "python"
+                for c in shell_commands(text)]
     run = [c for c in commands if not not_run_reason(c)]
     assert any(c.startswith("dspsim run fp_relu_grad_s --chip ft78ne") for c in run)
     assert any(c.startswith("dspsim sweep") for c in run)
-    # every exception is used, so the list does not outlive the README
+    # every exception is used, so the list does not outlive the documents
     assert {not_run_reason(c) for c in commands} >= set(NOT_RUN)
-    assert sum(lang == "python" for _, lang, _ in BLOCKS) >= 3
+    assert sum(lang == "python" for _, _, lang, _ in BLOCKS) >= 3
+    assert len(DOCUMENTS) > 5 and all(doc.read_text(encoding="utf-8").strip()
+                                      for doc in DOCUMENTS)
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_quick_start_is_two_commands_and_ci_runs_the_second():
+    """The README's quick start: one command installs and runs the main job, one installs
+    the test extras and runs the whole suite, exactly as .ci/run does."""
+    text = README.read_text(encoding="utf-8")
+    quick = [block for line, language, block in readme_blocks(README)
+             if f"\n{block}" in _section(text, "Quick start")]
+    assert len(quick) == 2
+    install_and_run, install_and_test = (" ".join(block.replace("\\\n", " ").split())
+                                         for block in quick)
+    assert install_and_run.endswith(
+        "pip install . && dspsim run fp_relu_grad_s --chip ft78ne --length 4194304 "
+        "--core-mask 0xff")
+    assert 'pip install ".[test]" && pytest' in install_and_test
+    ci = " ".join((ROOT / ".ci" / "run").read_text(encoding="utf-8").replace("\\\n", " ")
+                  .split())
+    assert install_and_test in ci
+
+
+def test_the_readme_is_short_and_fits_80_columns():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300
+    wide = [number for number, line in enumerate(lines, 1) if len(line) > 80]
+    assert not wide, f"README lines wider than 80 columns: {wide}"
+
+
+def test_a_block_writing_outside_the_ignored_folders_is_caught(tmp_path):
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "kept.txt").write_text("tracked")
+    before = _files(tmp_path)
+    (tmp_path / "traces" / "one.pftrace").write_bytes(b"ignored")
+    check_writes_only_ignored(tmp_path, before, "a block")  # traces/ is ignored
+    if not (ROOT / ".git").exists():
+        pytest.skip("which files git ignores needs a git checkout")
+    (tmp_path / "eight.png").write_bytes(b"not ignored")
+    with pytest.raises(AssertionError, match=r"outside the folders git ignores: \['eight.png'\]"):
+        check_writes_only_ignored(tmp_path, before, "a block")
+    (tmp_path / "eight.png").unlink()
+    (tmp_path / "kept.txt").write_text("changed by the block")
+    with pytest.raises(AssertionError, match=r"changes or removes files.*kept.txt"):
+        check_writes_only_ignored(tmp_path, before, "a block")
+
+
+def test_every_picture_in_docs_is_shown_on_a_page():
+    pages = "\n".join(page.read_text(encoding="utf-8") for page in DOCUMENTS)
+    pictures = sorted((ROOT / "docs").glob("*.png"))
+    assert pictures
+    unshown = [p.name for p in pictures if f"]({p.name})" not in pages]
+    assert not unshown, f"pictures in docs/ that no page shows: {unshown}"
+
+
+def test_the_extras_are_read_alike_with_and_without_a_toml_reader(monkeypatch):
+    with_reader = pyproject_extras()
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # as on Python 3.10
+    assert pyproject_extras() == with_reader
+    assert {"test", "docs", "lint"} <= set(with_reader)
+    assert "dask[distributed]>=2023.6" in with_reader["test"]
