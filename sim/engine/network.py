@@ -95,6 +95,27 @@ def max_min_rates(flows: list[Flow]) -> None:
         active = still
 
 
+class FlowTimer:
+    """The scheduled end of the network's earliest flow, under one generation of rates.
+
+    Stale once rates have changed since (a newer timer stands); it then does nothing.
+    """
+
+    __slots__ = ("network", "generation")
+
+    def __init__(self, network: "FlowNetwork", generation: int) -> None:
+        self.network = network
+        self.generation = generation
+
+    @property
+    def stale(self) -> bool:
+        """Whether rates changed after this timer was set."""
+        return self.generation != self.network._generation
+
+    def __call__(self, _event) -> None:
+        self.network._on_timer(self.generation)
+
+
 class FlowNetwork:
     """Runs flows over links inside a SimPy environment.
 
@@ -106,6 +127,9 @@ class FlowNetwork:
                  on_rates_changed: Callable[[float, float], None] | None = None,
                  watched: Link | None = None) -> None:
         self.env = env
+        # the engine's environment pushes plain heap entries; any other a Timeout
+        self._call_later = getattr(env, "call_later", None) or (
+            lambda delay, then: env.timeout(delay).callbacks.append(then))
         self.flows: list[Flow] = []
         self._generation = 0
         self._last_update = env.now
@@ -172,9 +196,8 @@ class FlowNetwork:
             rate = flow.rate = rates[flow.route]
             if flow.remaining / rate < delay:
                 delay = flow.remaining / rate
-        timer = self.env.timeout(max(delay, 0.0))
         generation = self._generation
-        timer.callbacks.append(lambda _event: self._on_timer(generation))
+        self._call_later(max(delay, 0.0), FlowTimer(self, generation))
 
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:
