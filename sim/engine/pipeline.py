@@ -53,8 +53,8 @@ class _TileTransfer:
 
     def _set_up(self, _event) -> None:
         pipeline = self.pipeline
-        pipeline.model.pools[pipeline.group.core].request(self.operand.span.region, self.nbytes,
-                                                          self._granted)
+        pipeline.model.pools[pipeline.group.core].request(
+            pipeline.group.core, self.operand.span.region, self.nbytes, self._granted)
 
     def _granted(self, engine) -> None:
         pipeline = self.pipeline

@@ -284,7 +284,10 @@ class SteadyState:
                 train.next_issue += shift
                 train.earliest_end += shift
             for arbiter in self._arbiters():
-                arbiter.busy_since += shift
+                # a link busy all through the repeated period stays busy through the
+                # skipped ones: its busy period began when it began
+                if arbiter.busy and arbiter.busy_since >= previous.now:
+                    arbiter.busy_since += shift
             self._repeat_busy_periods(previous.now, current.now, periods)
         for pool in self._pools():
             for engine in pool.engines:
