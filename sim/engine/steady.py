@@ -57,6 +57,11 @@ class _Snapshot:
     activities: int
 
 
+def _kind(engine) -> tuple:
+    """What makes DMA engines interchangeable: their rate and the regions they reach."""
+    return (engine.rate, tuple(sorted(engine.regions)))
+
+
 def _stale(event) -> bool:
     """Whether a pending event is a flow timer that rates have changed since."""
     callbacks = event.callbacks
@@ -132,7 +137,7 @@ class SteadyState:
             for transfer in sorted(pipeline.in_flight,
                                    key=lambda t: (t.thread, t.tile, t.started)):
                 key.append((transfer.thread, transfer.tile - base,
-                            transfer.engine.name if transfer.engine is not None else None))
+                            _kind(transfer.engine) if transfer.engine is not None else None))
                 values.append(now - transfer.started)
                 scales.append(_TIME)
             for move in pipeline.moves:
@@ -153,13 +158,15 @@ class SteadyState:
         if self.bursts is not None:
             self._burst_state(now, key, values, scales)
         for pool in self._pools():
-            # who waits for an engine, in order, and which engines are busy
+            # who waits for an engine, in order, and which kinds of engine are busy with
+            # what: engines alike are interchangeable, so a period may hand a core's
+            # transfers to another of them than the period before
+            engines = sorted(((_kind(e), repr(getattr(e, "carrying", None)), e.free_at - now)
+                              for e in pool.engines if e.busy))
             key.append((tuple(self._describe(waiter[-1]) for waiter in pool.waiting),
-                        tuple(e.busy for e in pool.engines)))
-            for engine in pool.engines:
-                if engine.busy:
-                    values.append(engine.free_at - now)
-                    scales.append(_TIME)
+                        tuple((kind, carrying) for kind, carrying, _ in engines)))
+            values.extend(free for _, _, free in engines)
+            scales.extend([_TIME] * len(engines))
         return tuple(key), np.array(values), np.array(scales)
 
     def _describe(self, what) -> tuple:
@@ -284,7 +291,10 @@ class SteadyState:
                 train.next_issue += shift
                 train.earliest_end += shift
             for arbiter in self._arbiters():
-                arbiter.busy_since += shift
+                # a link busy all through the repeated period stays busy through the
+                # skipped ones: its busy period began when it began
+                if arbiter.busy and arbiter.busy_since >= previous.now:
+                    arbiter.busy_since += shift
             self._repeat_busy_periods(previous.now, current.now, periods)
         for pool in self._pools():
             for engine in pool.engines:
