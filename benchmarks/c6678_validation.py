@@ -107,6 +107,20 @@ def masters_throughput(config: ChipConfig, masters: int, region: str, fidelity: 
                            max(run_transfers(config, transfers, fidelity)))
 
 
+def ddr_call_throughput(chip: str, cores: int, fidelity: str, n: int = 1 << 22) -> float:
+    """GB/s that ``fp_relu_grad_s`` on ``n`` fp32 elements in DDR moves on the first
+    ``cores`` cores: DDR streaming through the pool, as operator calls use it."""
+    from dspsim.placement import c_arguments, place_operands
+    target = dspsim.Chip(chip)
+    cname = target.resolve("fp_relu_grad_s")
+    addresses = place_operands(target.config, cname, n)
+    for operand in cname.operator.inputs:
+        target.zero(addresses[operand], n, "fp32")
+    result = target.call("fp_relu_grad_s", *c_arguments(cname.operator, addresses, n),
+                         core_mask=(1 << cores) - 1, numerics=False, fidelity=fidelity)
+    return result.achieved_gbps
+
+
 def tc0_over_others(config: ChipConfig, fidelity: str) -> float:
     """How many times CC0's controller outruns a CC1 controller on the DDR path."""
     return (controller_throughput(config, CC0_TC, "ddr", fidelity)
@@ -191,6 +205,11 @@ def predictions(chip: str = "ft78ne", fidelity: str = "fast") -> list[tuple[str,
         out.append((f"DDR3 throughput, {masters} master(s) (GB/s)",
                     f"{masters} x 128 KiB DDR -> L2, one controller each, together",
                     masters_throughput(config, masters, "ddr", fidelity)))
+    if fidelity == "fast":  # the detailed model times every burst of 48 MiB: minutes
+        for cores in (1, 2, 4, 8):
+            out.append((f"DDR throughput of an operator call on {cores} core(s) (GB/s)",
+                        "fp_relu_grad_s, 2^22 fp32 in DDR, through the EDMA3 pool",
+                        ddr_call_throughput(chip, cores, fidelity)))
     return out
 
 
