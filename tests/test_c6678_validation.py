@@ -103,6 +103,20 @@ def test_fast_and_detailed_agree_on_a_long_transfer(ft78ne, engine):
         assert b == pytest.approx(a, rel=0.01)
 
 
+@pytest.mark.parametrize("fidelity", ["fast", "detailed"])
+def test_a_copy_between_shared_regions_runs_at_the_slower_region_or_the_controller(
+        ft78ne, fidelity):
+    nbytes = 1 << 17
+    for spec in ft78ne.dma.engines:
+        for source, destination in (("shared_sram", "ddr"), ("ddr", "shared_sram")):
+            [end] = run_transfers(ft78ne, [ProbeTransfer(spec.name, source, nbytes,
+                                                         to_region=destination)], fidelity)
+            gbps = min(spec.bandwidth_gbps, ft78ne.ddr.bandwidth_gbps,
+                       ft78ne.shared_sram.bandwidth_gbps)
+            expected = ft78ne.dma.setup_cycles + nbytes / ft78ne.bytes_per_cycle(gbps)
+            assert end == pytest.approx(expected, rel=0.002)
+
+
 def test_throughput_is_in_gigabytes_a_second(ft78ne):
     assert throughput_gbps(ft78ne, 1000, 1000) == pytest.approx(ft78ne.clock_mhz / 1e3)
 
@@ -122,6 +136,10 @@ def _chip_with_a_controller_that_skips_ddr():
     (ProbeTransfer("edma3cc0.tc.0", "ddr", 64, direction="up"), "fast", "direction must be"),
     (ProbeTransfer("edma3cc0.tc.0", "ddr", 64, start=-1), "fast", "start must be a cycle"),
     (ProbeTransfer("edma3cc0.tc.0", "ddr", 64), "exact", "is not a model fidelity"),
+    (ProbeTransfer("edma3cc0.tc.0", "ddr", 64, to_region="ddr"), "fast", "must differ"),
+    (ProbeTransfer("edma3cc0.tc.0", "ddr", 64, to_region="msmc"), "fast", "unknown region"),
+    (ProbeTransfer("edma3cc1.tc.0", "shared_sram", 64, to_region="ddr"), "fast",
+     "does not reach ddr"),
 ])
 def test_a_bad_experiment_is_one_clear_error(transfer, fidelity, message):
     with pytest.raises(dspsim.ArgumentError, match=message):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.detailed import BurstDMA
+from dspsim.sim.engine.detailed import BurstDMA, _BurstTransfer
 from dspsim.sim.engine.model import FIDELITIES, LOAD, STORE, Timeline
 from dspsim.sim.engine.network import FlowNetwork
 from dspsim.sim.errors import ArgumentError
@@ -35,7 +35,9 @@ class ProbeTransfer:
 
     ``nbytes`` move between shared region ``region`` (``ddr`` or ``shared_sram``) and the L2
     of core ``core``, into the L2 for ``direction`` ``"dma-in"``, out of it for
-    ``"dma-out"``. Engine ``engine`` (a name of ``config.dma.engines``, e.g.
+    ``"dma-out"``; or, with ``to_region``, from ``region`` to that other shared region (a
+    copy between shared memories, which no L2 port sees; ``core`` and ``direction`` are then
+    unused). Engine ``engine`` (a name of ``config.dma.engines``, e.g.
     ``edma3cc1.tc.0``) moves it; it is triggered at cycle ``start`` and pays the chip's
     setup cycles before its data moves. Transfers given to one engine move one after the
     other, in the order given.
@@ -47,6 +49,7 @@ class ProbeTransfer:
     core: int = 0
     direction: str = LOAD
     start: float = 0.0
+    to_region: str | None = None
 
 
 class _Span(NamedTuple):
@@ -74,12 +77,17 @@ def _check(config: ChipConfig, transfers: list[ProbeTransfer], fidelity: str) ->
         if t.engine not in engines:
             raise ArgumentError(f"{where}: {config.name} has no DMA engine {t.engine!r}; its "
                                 f"engines are {', '.join(engines)}")
-        if t.region not in regions:
-            raise ArgumentError(f"{where}: unknown region {t.region!r}; use one of "
-                                f"{', '.join(regions)}")
-        if t.region not in engines[t.engine].regions:
-            raise ArgumentError(f"{where}: engine {t.engine} does not reach {t.region}; it "
-                                f"reaches {', '.join(sorted(engines[t.engine].regions))}")
+        ends = (t.region,) if t.to_region is None else (t.region, t.to_region)
+        for end in ends:
+            if end not in regions:
+                raise ArgumentError(f"{where}: unknown region {end!r}; use one of "
+                                    f"{', '.join(regions)}")
+            if end not in engines[t.engine].regions:
+                raise ArgumentError(f"{where}: engine {t.engine} does not reach {end}; it "
+                                    f"reaches {', '.join(sorted(engines[t.engine].regions))}")
+        if t.to_region == t.region:
+            raise ArgumentError(f"{where}: to_region must differ from region ({t.region}): "
+                                "a copy within one region is not modelled")
         if not isinstance(t.nbytes, int) or t.nbytes <= 0:
             raise ArgumentError(f"{where}: nbytes must be a positive whole number, "
                                 f"got {t.nbytes!r}")
@@ -111,14 +119,22 @@ def run_transfers(config: ChipConfig, transfers: list[ProbeTransfer],
         network = FlowNetwork(env)
 
         def move(t: ProbeTransfer, then) -> None:
-            network.start(t.nbytes, (timeline.links[t.region], timeline.l2_ports[t.core]),
-                          rates[t.engine], then)
+            far = (timeline.l2_ports[t.core] if t.to_region is None
+                   else timeline.links[t.to_region])
+            network.start(t.nbytes, (timeline.links[t.region], far), rates[t.engine], then)
     else:
         bursts = BurstDMA(timeline)
 
         def move(t: ProbeTransfer, then) -> None:
-            bursts.transfer(_Group(t.core), t.direction, _Operand(_Span(t.region)), t.nbytes,
-                            rates[t.engine], then)
+            if t.to_region is None:
+                bursts.transfer(_Group(t.core), t.direction, _Operand(_Span(t.region)),
+                                t.nbytes, rates[t.engine], then)
+                return
+            # a copy between shared regions: each burst is read from one, then written to
+            # the other, arbitrated on both as a load's bursts are on its region and port
+            path = (bursts.arbiters[t.region], bursts.arbiters[t.to_region])
+            _BurstTransfer(timeline, path, t.nbytes, config.dma.burst_bytes, rates[t.engine],
+                           then).issue()
 
     finished: list[float | None] = [None] * len(transfers)
     queues: dict[str, deque[int]] = {}  # per engine: set-up transfers waiting for it
