@@ -208,6 +208,10 @@ def predictions(chip: str = "ft78ne", fidelity: str = "fast") -> list[tuple[str,
                         "one 128 KiB transfer alone",
                         controller_throughput(config, engine, region, fidelity,
                                               to_region=to_region)))
+    for nbytes in (64, 1024, 8192, 65536):
+        out.append((f"EDMA throughput against size: {nbytes} B, {CC0_TC}, DDR -> L2 (GB/s)",
+                    "one 1-D transfer alone (ACNT = size, BCNT = 1)",
+                    controller_throughput(config, CC0_TC, "ddr", fidelity, nbytes)))
     for masters in (1, 2, 4, 8):
         out.append((f"DDR3 throughput, {masters} master(s) (GB/s)",
                     f"{masters} x 128 KiB DDR -> L2, one controller each, together",
