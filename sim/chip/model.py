@@ -5,7 +5,9 @@ from a chip file; the simulator reads them and nothing else.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
@@ -145,6 +147,12 @@ class ChipConfig:
     barrier_cycles: float
     example_addresses: ExampleAddresses | None
     tiling: TilingConfig = TilingConfig()
+
+    @cached_property
+    def model_digest(self) -> str:
+        """A digest of every value of the description (computed once): equal digests,
+        equal timings, so that results derived from the chip can be remembered by it."""
+        return hashlib.sha256(repr(self).encode("utf-8")).hexdigest()
 
     def bytes_per_cycle(self, gbps: float) -> float:
         """Convert a bandwidth in GB/s (1e9 bytes/s) to bytes per core cycle."""

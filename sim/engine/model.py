@@ -11,9 +11,12 @@ Both fidelities (:mod:`dspsim.sim.engine.pipeline`, :mod:`dspsim.sim.engine.deta
 from __future__ import annotations
 
 from dataclasses import dataclass
+import itertools
+from heapq import heappush
 from typing import Callable, NamedTuple
 
 import simpy
+from simpy.core import NORMAL
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.dma import engine_pools
@@ -30,16 +33,42 @@ CALL_TRACK = -1
 FIDELITIES = ("fast", "detailed")
 
 
+class _Wakeup:
+    """What a plain heap entry carries: the callbacks SimPy's loop calls, and a success.
+
+    A :class:`simpy.Timeout` builds a full event (value, environment, checks) for every
+    delay; the engine's delays need only their callbacks called at an instant, so they
+    are pushed on SimPy's heap as this, which its loop processes like any event.
+    """
+
+    __slots__ = ("callbacks",)
+    _ok = True
+    _value = None
+
+    def __init__(self, then: Callable) -> None:
+        self.callbacks = [then]
+
+
 class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that counts the events it schedules."""
+    """A SimPy environment that counts the events it schedules.
+
+    The count is read from SimPy's own event-id counter (every scheduled event draws one
+    id), so that counting costs nothing per event.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self.scheduled_events = 0
+        self._eid = itertools.count()
 
-    def schedule(self, event, priority=simpy.core.NORMAL, delay=0):  # noqa: D102
-        self.scheduled_events += 1
-        super().schedule(event, priority, delay)
+    @property
+    def scheduled_events(self) -> int:
+        """How many events have been scheduled so far."""
+        # a count's repr is "count(N)", N the next id it hands out
+        return int(repr(self._eid)[6:-1])
+
+    def call_later(self, delay: float, then: Callable) -> None:
+        """Call ``then(entry)`` ``delay`` cycles from now: one heap entry, no Timeout."""
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), _Wakeup(then)))
 
 
 @dataclass(frozen=True)
@@ -118,6 +147,9 @@ class SliceLog:
         self.setup_cycles = setup_cycles
         self.cost = cost
         self.activities: list[Activity] = []
+        # stretches of activities repeated by a closed-form steady state:
+        # (position in activities, first, last, period, repeats, tiles per period by group)
+        self._repeats: list[tuple[int, int, int, float, int, dict[int, int]]] = []
         self._expanded: dict[float, list[Slice]] = {}
 
     def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
@@ -130,13 +162,40 @@ class SliceLog:
     def call(self, name: str, start: float, end: float, cycles: float) -> None:
         self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
 
+    def repeat(self, first: int, last: int, period: float, repeats: int,
+               advances: dict[int, int]) -> None:
+        """The activities recorded ``first`` to ``last`` happen again ``repeats`` times, each
+        ``period`` cycles later and ``advances[id(group)]`` tiles further than the one before.
+
+        Kept as one record, expanded when slices are asked for: a steady state advanced in
+        closed form costs no Python work per skipped tile unless its trace is wanted.
+        """
+        self._repeats.append((len(self.activities), first, last, period, repeats, advances))
+
+    def all_activities(self):
+        """Every activity in recording order, the repeated stretches expanded."""
+        activities, position = self.activities, 0
+        for at, first, last, period, repeats, advances in self._repeats:
+            yield from activities[position:at]
+            position = at
+            recorded = activities[first:last]
+            for repeat in range(1, repeats + 1):
+                offset = repeat * period
+                for activity in recorded:
+                    tile = activity.tile
+                    if tile is not None and activity.group is not None:
+                        tile += repeat * advances[id(activity.group)]
+                    yield activity._replace(tile=tile, start=activity.start + offset,
+                                            end=activity.end + offset)
+        yield from activities[position:]
+
     def slices(self, origin: float = 0.0) -> list[Slice]:
         """Every activity as a Slice of every core that did it, in recording order, with
         times counted from cycle ``origin`` of the timeline."""
         expanded = self._expanded.get(origin)
         if expanded is None:
             expanded = self._expanded[origin] = [
-                s for activity in self.activities for s in self._expand(activity, origin)]
+                s for activity in self.all_activities() for s in self._expand(activity, origin)]
         return expanded
 
     def _expand(self, activity: Activity, origin: float):
@@ -205,10 +264,12 @@ class Timeline:
                               else engine_pools(config, (core,), clock)[core])
         #: datapath models by kind ("fluid", "bursts"), shared by every call
         self.datapaths: dict[str, object] = {}
+        #: calls launched and not yet ended: a call alone may skip its steady state
+        self.running = 0
 
     def after(self, delay: float, then: Callable) -> None:
-        """Call ``then(event)`` ``delay`` cycles from now."""
-        simpy.Timeout(self.env, delay).callbacks.append(then)
+        """Call ``then(entry)`` ``delay`` cycles from now (``delay`` >= 0)."""
+        self.env.call_later(delay, then)
 
     def sample_ddr(self, now: float, rate: float) -> None:
         """Record the DDR bandwidth in use (bytes/cycle) from ``now`` on."""
@@ -231,6 +292,13 @@ class Timeline:
             finish = getattr(model, "finish", None)
             if finish is not None:
                 finish()
+        samples = self.ddr_samples
+        # only burst-timed calls add samples here, after any fluid ones of the run
+        if "bursts" in self.datapaths and "fluid" in self.datapaths and any(
+                later[0] < earlier[0] for earlier, later in zip(samples, samples[1:])):
+            # burst-timed calls add their samples at the end: keep the counter in cycle
+            # order, which its readers search by bisection
+            samples.sort(key=lambda sample: sample[0])
 
 
 class Model:
@@ -252,7 +320,7 @@ class Model:
         self.links = timeline.links
         self.l2_ports = timeline.l2_ports
         self.pools = timeline.pools
-        self.after = timeline.after
+        self.after = timeline.env.call_later
         self.sample_ddr = timeline.sample_ddr
         self.ddr_samples = timeline.ddr_samples
         self.bytes_read = {r.name: 0 for r in config.shared_regions}
