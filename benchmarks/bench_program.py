@@ -6,8 +6,13 @@ calls chained in order and a join at the end, operators alternating between relu
 gelu_grad. It reports the wall and CPU time (best of N), the SimPy events, the tiles of all calls
 and the events per tile, and the events per tile of one such call alone for comparison.
 
+With ``--scaling K`` it also runs K times the calls and prints the CPU-time ratio, which
+should stay near K (programs are linear in calls); the exit status is 1 when it exceeds
+1.2 K.
+
     python benchmarks/bench_program.py                  # 100 calls of 2^20, 3 repeats
     python benchmarks/bench_program.py --calls 20 --length 2^16 --repeats 1
+    python benchmarks/bench_program.py --calls 1000 --length 2^12 --scaling 10 --repeats 1
 """
 from __future__ import annotations
 
@@ -51,7 +56,25 @@ def build_parser() -> argparse.ArgumentParser:
                         help="elements per call (default 2^20)")
     parser.add_argument("--repeats", type=parse_int, default=3,
                         help="runs; the best wall time is reported (default 3)")
+    parser.add_argument("--scaling", type=parse_int, default=0,
+                        help="also run this many times the calls and report the CPU ratio")
     return parser
+
+
+#: K times the calls may cost at most this many times K the CPU time.
+SCALING_SLACK = 1.2
+
+
+def cpu_seconds(chip_name: str, calls: int, length: int, repeats: int):
+    """The best CPU time of ``repeats`` timing-only runs of the program, and its result
+    (the program is built anew for each run, outside the timed part)."""
+    best, result = float("inf"), None
+    for _ in range(max(1, repeats)):
+        _, prog = build(chip_name, calls, length)
+        cpu = time.process_time()
+        result = prog.run(numerics=False)
+        best = min(best, time.process_time() - cpu)
+    return best, result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  SimPy events: {result.scheduled_events:,} for {result.tiles:,} tiles = "
           f"{result.scheduled_events / max(1, result.tiles):.2f} per tile "
           f"(one call alone: {one.scheduled_events / max(1, one.tiles):.2f} per tile)")
+    if args.scaling:
+        more = args.calls * args.scaling
+        small, _ = cpu_seconds(args.chip, args.calls, args.length, args.repeats)
+        large, _ = cpu_seconds(args.chip, more, args.length, args.repeats)
+        ratio = large / small
+        limit = SCALING_SLACK * args.scaling
+        verdict = "met" if ratio <= limit else "MISSED"
+        print(f"  scaling: {args.calls:,} calls {small:.3f} s CPU, {more:,} calls {large:.3f} s "
+              f"CPU: {ratio:.2f}x for {args.scaling}x the calls ({verdict}: <= {limit:g}x)")
+        return 0 if ratio <= limit else 1
     return 0
 
 

@@ -140,7 +140,7 @@ def call_metadata(config: ChipConfig, bound: BoundCall, timing: Timing,
         "warnings": list(bound.warnings), "fidelity": fidelity,
         "ddr_peak_gbps": config.ddr.peak_bandwidth_gbps,
         "ddr_achievable_gbps": config.ddr.bandwidth_gbps, "dram_level": config.ddr.name,
-        "dma_model": timing.dma_model,
+        "transfer_timing": timing.transfer_timing,
         "tiling": timing.tiling.to_dict() if timing.tiling is not None else None,
         RESOURCES: call_resources(config, bound, timing),
     }

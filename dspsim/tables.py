@@ -18,14 +18,15 @@ import io
 import json
 import math
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from dspsim.atomic import write_atomically
 from dspsim.sim.errors import ArgumentError
 
-__all__ = ["columns_of", "csv_text", "json_text", "to_jsonable", "write_table"]
+__all__ = ["TABLE_FORMATS", "columns_of", "csv_text", "json_text", "to_jsonable",
+           "write_table"]
 
 
 def to_jsonable(value: Any) -> Any:
@@ -85,11 +86,21 @@ def write_table(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]],
     """Write ``rows`` to ``path`` atomically: CSV for a name ending in ``.csv``, a JSON list
     of objects for ``.json``; returns the path."""
     name = os.fspath(path)
-    if name.lower().endswith(".csv"):
-        text = csv_text(rows, columns)
-    elif name.lower().endswith(".json"):
-        keep = columns_of(rows) if columns is None else list(columns)
-        text = json_text([{k: row.get(k) for k in keep} for row in rows])
-    else:
-        raise ArgumentError(f"cannot write the {what} to {name}: name a .csv or a .json file")
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix not in TABLE_FORMATS:
+        raise ArgumentError(f"cannot write the {what} to {name}: name a "
+                            f"{' or a '.join(TABLE_FORMATS)} file")
+    text = TABLE_FORMATS[suffix](rows, columns)
     return write_atomically(text.encode("utf-8"), name, what, make_folder=make_folder)
+
+
+def _json_rows(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None) -> str:
+    keep = columns_of(rows) if columns is None else list(columns)
+    return json_text([{k: row.get(k) for k in keep} for row in rows])
+
+
+#: The table formats by file name ending: rows and columns to text.
+TABLE_FORMATS: dict[str, Callable[[Sequence[Mapping[str, Any]], Sequence[str] | None], str]] = {
+    ".csv": lambda rows, columns: csv_text(rows, columns),
+    ".json": _json_rows,
+}

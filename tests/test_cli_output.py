@@ -116,7 +116,7 @@ def test_run_json_round_trips_and_is_complete(run_json):
 
 def test_chips_and_ops_json():
     chips = json.loads(dspsim_cli("chips", "--json").stdout)
-    assert {c["name"] for c in chips} == {"FT78NE", "MT7004"}
+    assert {c["name"] for c in chips} == {"FT78NE", "MT7004", "MT7016"}
     assert all(c["cores"] > 0 and c["ddr_peak_gbps"] > 0 for c in chips)
     ops = json.loads(dspsim_cli("ops", "--json").stdout)
     assert {o["stem"] for o in ops} == set(kernels.OPERATORS)

@@ -61,7 +61,7 @@ def test_the_grid_exercises_every_way_the_fast_model_times_dma():
     models = {}
     for case in GRID.random_cases():
         if case.region != "l2":
-            model = GRID.run_case(case, "fast").timing.dma_model
+            model = GRID.run_case(case, "fast").timing.transfer_timing
             models[model] = models.get(model, 0) + 1
     assert set(models) == {"fluid", "staggered", "bursts"}
     assert min(models.values()) >= 3, models
@@ -183,7 +183,7 @@ def test_short_transfers_use_bursts_in_the_fast_model_and_long_ones_fluid_flows(
         for address in (0xA0000000, 0xA1000000):
             chip.zero(address, length, "fp32")
         return chip.fp_relu_grad_s(0xA0000000, 0xA1000000, 0xB0000000, length, 0xff,
-                                   numerics=False, tile_bytes=tile_bytes).timing.dma_model
+                                   numerics=False, tile_bytes=tile_bytes).timing.transfer_timing
 
     assert model(1 << 17, tile - 16) == "bursts"
     assert model(1 << 17, tile) == "fluid"

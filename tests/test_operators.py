@@ -22,7 +22,7 @@ from dspsim.sim.chip.load import load_config, packaged_chips
 
 from reference import REFERENCES
 
-CHIPS = ("ft78ne", "mt7004")
+CHIPS = ("ft78ne", "mt7004", "mt7016")
 LENGTH_TYPICAL = 1200
 
 #: parameter sets exercised per operator (the first is the C examples' or the default)

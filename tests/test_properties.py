@@ -45,21 +45,28 @@ def chip_descriptions(draw):
     vector["loop_overhead_cycles_per_tile"] = draw(st.integers(min_value=0, max_value=100))
     for unit in vector["units"]:
         vector["units"][unit] = draw(st.integers(min_value=1, max_value=4))
-    memory = raw["memory"]
-    memory["ddr"]["peak_bandwidth_gbps"] = draw(positive)
-    memory["ddr"]["efficiency"] = draw(st.floats(min_value=0.05, max_value=1.0))
-    memory["shared_sram"]["bandwidth_gbps"] = draw(positive)
-    size = draw(st.sampled_from([32, 64, 128, 256, 512, 1024]))
-    memory["l2"]["size_kib"] = size
-    memory["l2"]["reserve_kib"] = draw(st.integers(min_value=0, max_value=size // 2))
-    memory["l2"]["load_store_bytes_per_cycle"] = draw(st.sampled_from([2, 4, 16, 64, 256]))
+    for level in raw["memory"].values():  # every level, whatever the chip calls it
+        if level["kind"] == "dram":
+            level["peak_bandwidth_gbps"] = draw(positive)
+            level["efficiency"] = draw(st.floats(min_value=0.05, max_value=1.0))
+        elif level["kind"] == "sram":
+            level["bandwidth_gbps"] = draw(positive)
+        else:
+            size = draw(st.sampled_from([32, 64, 128, 256, 512, 1024]))
+            level["size_kib"] = size
+            level["reserve_kib"] = draw(st.integers(min_value=0, max_value=size // 2))
+            level["load_store_bytes_per_cycle"] = draw(st.sampled_from([2, 4, 16, 64, 256]))
     dma = raw["dma"]
-    for key in ("model", "engines_per_core", "engine_bandwidth_gbps", "controllers"):
+    for key in ("model", "cores_per_pool", "engines_per_core", "engine_bandwidth_gbps",
+                "controllers"):
         dma.pop(key, None)  # the model follows from the engines drawn below
     if draw(st.booleans()):  # engines of each core's own
         dma["engines_per_core"] = draw(st.integers(min_value=1, max_value=5))
         dma["engine_bandwidth_gbps"] = draw(positive)
-    else:  # a pool of transfer controllers shared by all cores
+    else:  # pools of transfer controllers: one for all cores, or one per cluster
+        if draw(st.booleans()):
+            dma["model"] = "cluster_pools"
+            dma["cores_per_pool"] = draw(st.integers(min_value=1, max_value=raw["cores"]))
         dma["controllers"] = [
             {"name": f"tc{i}", "count": draw(st.integers(min_value=1, max_value=6)),
              "bandwidth_gbps": draw(positive)}

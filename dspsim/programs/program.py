@@ -18,6 +18,8 @@ by call in dependency order, through simulated memory.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -256,17 +258,31 @@ class Program:
     def _check_inputs(self, graph, initial: Sequence[Span]) -> None:
         """Every input holds data already, or will (``initial``), or is written by a call
         ordered before it."""
-        before = graph.ordered_before()
+        before = graph.happens_before()
         memory = self.chip.memory
+        # the calls writing each distinct output span, by storage and then by offset
+        writers: dict[tuple, dict[tuple[int, int], list[int]]] = {}
+        for call in self.calls:
+            span = call.bound.output.span
+            writers.setdefault((span.region, span.core), {}).setdefault(
+                (span.offset, span.end_offset), []).append(call.index)
+        outputs = {storage: (sorted(spans), {key: before.earliest(indices)
+                                             for key, indices in spans.items()})
+                   for storage, spans in writers.items()}
         for call in self.calls:
             for operand in call.bound.inputs:
                 span = operand.span
                 for lo, hi in memory.unwritten(span):
-                    sources = [c.bound.output.span for c in self.calls
-                               if before[call.index] >> c.index & 1] + list(initial)
+                    spans, earliest = outputs.get((span.region, span.core), ([], {}))
+                    # output spans starting before this one ends, written by a call
+                    # ordered before this one
+                    sources = [key for key in spans[:bisect_left(spans, (span.end_offset,))]
+                               if key[1] > span.offset
+                               and before.any_before(earliest[key], call.index)]
                     shift = span.address - span.offset  # offsets to this span's addresses
-                    written = [(s.offset + shift, s.end_offset + shift) for s in sources
-                               if s.same_storage(span)]
+                    written = [(start + shift, end + shift) for start, end in sources]
+                    written += [(s.offset + shift, s.end_offset + shift) for s in initial
+                                if s.same_storage(span)]
                     if not _covered(lo, hi, written):
                         raise AddressError(
                             f"{call.label} on stream {call.stream.name!r} reads {operand.name} "

@@ -39,7 +39,7 @@ class CallRecord:
     waited_for: str  # "nothing", "stream order", "event NAME" or "cores busy"
     after_call: int | None  # the call it waited for last (dependency or core holder)
     cores_held_by: int | None  # the call holding its cores, when it waited for them
-    dma_model: str  # how its transfers were timed in the program
+    transfer_timing: str  # how its transfers were timed in the program
     result: RunResult = field(repr=False)
 
     @property
@@ -229,7 +229,7 @@ def _record(scheduled: ScheduledCall, result: RunResult) -> CallRecord:
         cores=tuple(scheduled.cores), core_mask=result.core_mask, enqueue_cycle=0,
         ready_cycle=scheduled.ready, start_cycle=scheduled.start, end_cycle=scheduled.end,
         waited_for=scheduled.waited_for, after_call=scheduled.after_call,
-        cores_held_by=scheduled.cores_held_by, dma_model=scheduled.dma_model, result=result)
+        cores_held_by=scheduled.cores_held_by, transfer_timing=scheduled.transfer_timing, result=result)
 
 
 def _per_core(records: list[CallRecord], total: float) -> dict[int, dict[str, Any]]:

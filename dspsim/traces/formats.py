@@ -13,7 +13,8 @@ A path ending in ``.json`` gets Chrome JSON (chrome://tracing); any other name, 
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from dspsim.atomic import check_target, read_bytes, write_atomically
 from dspsim.sim.errors import ArgumentError
@@ -22,36 +23,54 @@ from dspsim.traces.model import TraceModel
 from dspsim.traces.perfetto_proto import is_protobuf, model_from_proto, proto_bytes
 from dspsim.traces.validate import validate_trace
 
-__all__ = ["PROTOBUF_SUFFIXES", "TraceModel", "check_target", "chrome_from_model",
+__all__ = ["PROTOBUF_SUFFIXES", "TRACE_FORMATS", "TraceFormat", "TraceModel", "check_target", "chrome_from_model",
            "encode_trace", "load_trace", "read_model", "trace_bytes", "trace_format",
            "trace_model", "validate_trace", "write_trace"]
-
-#: File name endings written as Perfetto protobuf; ``.json`` is Chrome JSON.
-PROTOBUF_SUFFIXES = (".pftrace", ".perfetto-trace")
-JSON_SUFFIX = ".json"
-#: The format of a name with neither ending.
-DEFAULT_FORMAT = "protobuf"
-
-def trace_format(path: str | os.PathLike) -> str:
-    """``"json"`` for a path ending in .json, ``"protobuf"`` otherwise."""
-    name = os.fspath(path).lower()
-    if name.endswith(JSON_SUFFIX):
-        return "json"
-    return "protobuf" if name.endswith(PROTOBUF_SUFFIXES) else DEFAULT_FORMAT
-
 
 def trace_model(trace: TraceModel | dict[str, Any]) -> TraceModel:
     """``trace`` as a model: a model as is, a Chrome trace dict converted."""
     return trace if isinstance(trace, TraceModel) else model_from_chrome(trace)
 
 
+@dataclass(frozen=True)
+class TraceFormat:
+    """A trace file format: its name, the file name endings that ask for it, its writer."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    encode: Callable[[TraceModel | dict[str, Any]], bytes]
+
+
+def _chrome(trace: TraceModel | dict[str, Any]) -> bytes:
+    return trace_bytes(trace if isinstance(trace, dict) else chrome_from_model(trace))
+
+
+#: The trace formats by name; a new one is a writer module and an entry here.
+TRACE_FORMATS: dict[str, TraceFormat] = {f.name: f for f in (
+    TraceFormat("protobuf", (".pftrace", ".perfetto-trace"),
+                lambda trace: proto_bytes(trace_model(trace))),
+    TraceFormat("json", (".json",), _chrome),
+)}
+#: File name endings written as Perfetto protobuf; ``.json`` is Chrome JSON.
+PROTOBUF_SUFFIXES = TRACE_FORMATS["protobuf"].suffixes
+#: The format of a name with no known ending.
+DEFAULT_FORMAT = "protobuf"
+
+
+def trace_format(path: str | os.PathLike) -> str:
+    """The name of the format whose ending ``path`` has (``"json"`` for .json), else
+    :data:`DEFAULT_FORMAT`."""
+    name = os.fspath(path).lower()
+    return next((f.name for f in TRACE_FORMATS.values() if name.endswith(f.suffixes)),
+                DEFAULT_FORMAT)
+
+
 def encode_trace(trace: TraceModel | dict[str, Any], fmt: str) -> bytes:
-    """The bytes of ``trace`` in ``fmt`` (``"protobuf"`` or ``"json"``)."""
-    if fmt == "json":
-        return trace_bytes(trace if isinstance(trace, dict) else chrome_from_model(trace))
-    if fmt == "protobuf":
-        return proto_bytes(trace_model(trace))
-    raise ArgumentError(f"unknown trace format {fmt!r}; use 'protobuf' or 'json'")
+    """The bytes of ``trace`` in the format named ``fmt`` (see :data:`TRACE_FORMATS`)."""
+    if fmt not in TRACE_FORMATS:
+        raise ArgumentError(f"unknown trace format {fmt!r}; use "
+                            f"{' or '.join(repr(name) for name in TRACE_FORMATS)}")
+    return TRACE_FORMATS[fmt].encode(trace)
 
 
 def write_trace(trace: TraceModel | dict[str, Any], path: str | os.PathLike,

@@ -77,6 +77,8 @@ CHIP_SCHEMA: dict[str, Field] = {
                     f"must be at most {MAX_CORES}, got {v}"),
     "dtypes": Field("list", item=Field("str")),
     "vector": Field("section", schema={
+        # what a mix costs (sim/engine/vector.py: COMPUTE_MODELS); vliw_issue by default
+        "model": Field("str", optional=True),
         "lane_width_bits": Field("int", positive=True),
         "pipeline_fill_cycles": Field("number", non_negative=True),
         "loop_overhead_cycles_per_tile": Field("number", non_negative=True),

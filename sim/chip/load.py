@@ -22,6 +22,7 @@ from dspsim.sim.chip.levels import build_levels
 from dspsim.sim.chip.keys import (ADDRESS_LIMIT, CHIP_SCHEMA, MAX_CORES,  # noqa: F401
                                     TILING_POLICIES)
 from dspsim.sim.engine.dma import dma_model
+from dspsim.sim.engine.vector import compute_model
 from dspsim.sim.errors import ConfigError
 from dspsim.sim.chip.schema import Field, validate
 from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
@@ -116,7 +117,9 @@ def _build(raw: dict, source: str) -> ChipConfig:
         vector=VectorConfig(vec["lane_width_bits"], float(vec["pipeline_fill_cycles"]),
                             float(vec["loop_overhead_cycles_per_tile"]),
                             MappingProxyType(units), MappingProxyType(instructions),
-                            _resolve_expansions(instructions, source)),
+                            _resolve_expansions(instructions, source),
+                            compute_model(vec["model"] or "vliw_issue",
+                                          f"{source}: vector.model").name),
         levels=levels, l2=l2,
         dma=dma,
         launch_cycles=float(raw["call"]["launch_cycles"]),

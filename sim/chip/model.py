@@ -5,7 +5,9 @@ from a chip file; the simulator reads them and nothing else.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
@@ -38,6 +40,8 @@ class VectorConfig:
     #: every instruction as the counts of unit-issued instructions it finally comes to
     #: (an issued instruction maps to itself once), nested expansions resolved
     issued: Mapping[str, Mapping[str, int]]
+    #: the compute model (:data:`dspsim.sim.engine.vector.COMPUTE_MODELS`) that costs a mix
+    model: str = "vliw_issue"
 
     def expand(self, mix: Mapping[str, int]) -> dict[str, int]:
         """The unit-issued instructions that ``mix`` comes to, expansions resolved.
@@ -116,13 +120,16 @@ class DmaConfig:
     cores_per_pool: int | None = None
 
     def describe(self) -> str:
-        """One line: '2 per core x 12.8 GB/s' or the pool's controller groups."""
+        """One line: '2 x 12.8 GB/s per core', the pool's controller groups, or those of
+        each pool of ``cores_per_pool`` cores."""
         groups: dict[tuple[str, float], int] = {}
         for engine in self.engines:
             key = (engine.name.rsplit(".", 1)[0], engine.bandwidth_gbps)
             groups[key] = groups.get(key, 0) + 1
         parts = [f"{count} x {gbps:.4g} GB/s" + (f" ({name})" if self.shared else "")
                  for (name, gbps), count in groups.items()]
+        if self.cores_per_pool is not None:
+            return f"{', '.join(parts)} per cluster of {self.cores_per_pool} cores"
         return (f"shared pool: {', '.join(parts)}" if self.shared
                 else f"{', '.join(parts)} per core")
 
@@ -161,6 +168,12 @@ class ChipConfig:
     barrier_cycles: float
     example_addresses: ExampleAddresses | None
     tiling: TilingConfig = TilingConfig()
+
+    @cached_property
+    def model_digest(self) -> str:
+        """A digest of every value of the description (computed once): equal digests,
+        equal timings, so that results derived from the chip can be remembered by it."""
+        return hashlib.sha256(repr(self).encode("utf-8")).hexdigest()
 
     def bytes_per_cycle(self, gbps: float) -> float:
         """Convert a bandwidth in GB/s (1e9 bytes/s) to bytes per core cycle."""

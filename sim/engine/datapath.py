@@ -7,11 +7,14 @@
   also the timeline's), see :func:`dma_timing`.
 * Vector work: :class:`ClosedFormVector`, a tile's loop as one delay.
 
-:class:`Datapath` joins one DMA model and one vector model for a call's pipeline.
+:class:`Datapath` joins one transfer model and one vector timing for a call's pipeline.
+Both are extension points: a :class:`TransferModel` registered in :data:`TRANSFER_MODELS`
+under a :data:`TransferTiming` name, a :class:`VectorTiming` in :data:`VECTOR_TIMINGS`
+under a fidelity.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Literal, Protocol, get_args
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.detailed import BurstDMA, IssuedVector
@@ -30,8 +33,28 @@ FLUID_MIN_BURSTS = 128
 #: so that the fast model stays fast whatever the tile size (the error stays under
 #: 1/B of each transfer; the detailed fidelity has none).
 BURST_BUDGET = 16384
-#: How a call's transfers are timed (see :func:`dma_timing`).
-DMA_MODELS = ("fluid", "staggered", "bursts", "none")
+#: How a call's transfers are timed (see :func:`dma_timing`): fluid flows, fluid flows with
+#: staggered cores and path fill, burst by burst, or not at all (private storage).
+TransferTiming = Literal["fluid", "staggered", "bursts", "none"]
+TRANSFER_TIMINGS: tuple[TransferTiming, ...] = get_args(TransferTiming)
+
+
+class TransferModel(Protocol):
+    """Moves a tile's bytes for a group of cores over the links of the timeline."""
+
+    def transfer(self, group: CoreGroup, direction: str, operand: Operand, nbytes: int,
+                 rate: float, then: Callable) -> None:
+        """Move ``nbytes`` of ``operand`` for every core of ``group`` (``direction`` is
+        dma-in or dma-out), each at most at ``rate`` bytes/cycle, then call ``then()``."""
+        ...
+
+
+class VectorTiming(Protocol):
+    """Times a tile's vector loop on a group of cores."""
+
+    def compute(self, group: CoreGroup, elements: int, then: Callable) -> None:
+        """Run the loop over ``elements`` on the group's cores, then call ``then()``."""
+        ...
 
 
 def group_cores(cores: list[CoreTiming], tile_size: int, lanes: int,
@@ -96,29 +119,37 @@ class ClosedFormVector:
         self.model.after(self.model.cost.tile_cycles(elements), then)
 
 
+#: The transfer models by timing name; None for calls that move nothing. The burst model
+#: belongs to the timeline, so that every call on it arbitrates the same links.
+TRANSFER_MODELS: dict[str, Callable[[Model], TransferModel | None]] = {
+    "fluid": lambda model: FluidDMA(model),
+    "staggered": lambda model: FluidDMA(model, staggered=True),
+    "bursts": lambda model: model.timeline.shared("bursts", lambda: BurstDMA(model.timeline)),
+    "none": lambda model: None,
+}
+#: The vector timings by fidelity: a tile's loop as one delay, or every iteration issued.
+VECTOR_TIMINGS: dict[str, Callable[[Model], VectorTiming]] = {
+    "fast": ClosedFormVector,
+    "detailed": IssuedVector,
+}
+
+
 class Datapath:
     """How one call times the two kinds of work: DMA transfers and vector loops.
 
-    ``dma_model`` is one of :data:`DMA_MODELS` (``"none"`` for private-storage calls, which
-    move nothing); ``fidelity`` chooses the vector model.
+    ``transfer_timing`` names its :data:`TRANSFER_MODELS` entry (``"none"`` for
+    private-storage calls, which move nothing); ``fidelity`` its :data:`VECTOR_TIMINGS`.
     """
 
-    def __init__(self, model: Model, dma_model: str, fidelity: str) -> None:
-        timeline = model.timeline
-        if dma_model == "none":
-            self.dma = None
-        elif dma_model == "bursts":
-            self.dma = timeline.shared("bursts", lambda: BurstDMA(timeline))
-        else:
-            self.dma = FluidDMA(model, staggered=dma_model == "staggered")
-        vector = ClosedFormVector(model) if fidelity == "fast" else IssuedVector(model)
-        self.compute = vector.compute
+    def __init__(self, model: Model, transfer_timing: str, fidelity: str) -> None:
+        self.dma = TRANSFER_MODELS[transfer_timing](model)
+        self.compute = VECTOR_TIMINGS[fidelity](model).compute
         if self.dma is not None:
             self.transfer = self.dma.transfer
 
 
 def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size: int,
-               fidelity: str) -> str:
+               fidelity: str) -> TransferTiming:
     """How the call's transfers are timed: ``"fluid"``, ``"staggered"``, ``"bursts"``
     or ``"none"`` (private storage).
 

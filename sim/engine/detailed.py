@@ -55,11 +55,12 @@ def _still_ahead(target: float, now: float) -> bool:
 class LinkArbiter:
     """A link moving one burst at a time, granting waiting transfers round-robin."""
 
-    __slots__ = ("model", "capacity", "waiting", "queues", "busy", "busy_since", "log")
+    __slots__ = ("model", "link", "capacity", "waiting", "queues", "busy", "busy_since", "log")
 
     def __init__(self, model: Model, link: Link, log: list | None = None) -> None:
         self.model = model
-        self.capacity = link.capacity
+        self.link = link
+        self.capacity = link.capacity  # less what fluid flows of other calls take
         self.waiting: deque = deque()  # transfers with a burst queued here, in grant order
         self.queues: dict[object, deque] = {}
         self.busy = False
@@ -276,7 +277,31 @@ class BurstDMA:
         shared, port = self.arbiters[operand.span.region], self.ports[group.core]
         path = (shared, port) if direction == LOAD else (port, shared)
         model = self.model
+        network = self._fluid_network()
+        if network is not None:  # a program whose other calls move fluid flows
+            stand_in = network.stand_in((shared.link, port.link), rate)
+            done = then
+
+            def then():
+                network.withdraw(stand_in)
+                done()
         _BurstTransfer(model, path, nbytes, model.config.dma.burst_bytes, rate, then).issue()
+
+    def _fluid_network(self):
+        """The timeline's fluid flow network if a call on it moves fluid flows, made to
+        tell these arbiters what its flows take of each link."""
+        network = getattr(self.model, "datapaths", {}).get("fluid")
+        if network is not None and network.on_shares_changed is None:
+            network.on_shares_changed = self._fluid_changed
+        return network
+
+    def _fluid_changed(self) -> None:
+        """Fluid flows changed: each link passes bursts at what they leave of it (at
+        least the max-min share of the transfers timed here, which stand in there)."""
+        network = self.model.datapaths["fluid"]
+        for arbiter in list(self.arbiters.values()) + list(self.ports.values()):
+            left = arbiter.link.capacity - network.fluid_load(arbiter.link)
+            arbiter.capacity = max(left, 1e-9 * arbiter.link.capacity)
 
     def finish(self) -> None:
         """Turn the DDR link's busy periods into the trace's bandwidth counter."""

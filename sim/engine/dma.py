@@ -1,25 +1,34 @@
-"""DMA engines, how a transfer finds one, and the DMA models a chip file names.
+"""DMA engines and how a transfer finds one.
 
 A chip describes its DMA either as engines private to each core or as a pool of transfer
 controllers that every core shares (the C6678's EDMA3). To the model both are an
 :class:`EnginePool`: a transfer asks the pool of its core for an engine that reaches its
-region, holds it for the setup and the data, and gives it back. A pool serves its waiting
-transfers first come, first served; when several engines are free, the fastest takes the
-transfer, and a much slower one only if it would still finish first.
+region, holds it while its data moves, and gives it back. Which description a chip uses
+changes only which pool a core asks.
 
-Which description a chip uses changes only which pool a core asks: that is a
-:class:`DmaModel`, named by the chip file's ``dma.model`` and looked up in
-:data:`DMA_MODELS`. Two are built in (``per_core_engines``, ``shared_pool``); a module
-of this folder named ``dma_<anything>.py`` that calls :func:`register_dma_model` adds
-another (see :mod:`dspsim.sim.engine.dma_clusters`).
+A transfer goes to the engine that would finish it first by what it would really get
+there: the least of the engine's rate, its max-min share of the shared region's link and
+its share of its core's L2 port (counting the transfers the pool already has in flight),
+after the engine's transfer in hand and the transfers already waiting for it. A free
+controller of a third of the nominal rate thus takes a transfer whenever the link or the
+port would hold a faster one to that third anyway, as on a C6678 whose eight cores stream
+from MSMC SRAM through all ten EDMA3 transfer controllers; and a transfer still waits for
+a busy fast controller when a free slow one would take longer than the wait and the fast
+transfer together. The choice uses only what the pool itself knows (grants, releases and
+the chip's capacities), never the datapath's rates, so that both fidelities make it alike.
+
+Which cores share a pool is a :class:`DmaModel`, named by the chip file's ``dma.model``
+and looked up in :data:`DMA_MODELS`. Two are built in (``per_core_engines``,
+``shared_pool``); a module of this folder named ``dma_<anything>.py`` that calls
+:func:`register_dma_model` adds another (see :mod:`dspsim.sim.engine.dma_clusters`).
 """
 from __future__ import annotations
 
 import importlib
 import os
 import pkgutil
-from collections import deque
-from typing import Callable, Protocol
+from bisect import bisect_right
+from typing import Callable, NamedTuple, Protocol
 
 from dspsim.sim.chip.model import ChipConfig, DmaConfig
 from dspsim.sim.errors import ConfigError
@@ -28,73 +37,160 @@ from dspsim.sim.errors import ConfigError
 class Engine:
     """One DMA engine or transfer controller: its rate and the regions it reaches."""
 
-    __slots__ = ("name", "rate", "regions", "busy", "free_at")
+    __slots__ = ("name", "rate", "regions", "busy", "free_at", "carrying")
 
     def __init__(self, name: str, rate: float, regions: frozenset[str]) -> None:
         self.name = name
         self.rate = rate  # bytes per core cycle
         self.regions = regions
         self.busy = False
-        self.free_at = 0.0  # when its transfer in hand should end, at its own rate
+        self.free_at = 0.0  # when its transfer in hand should end, as estimated at its grant
+        self.carrying: tuple[str, int] | None = None  # (region, core) of that transfer
 
     def __repr__(self) -> str:
         return f"Engine({self.name!r}, {self.rate:.3f} B/cycle)"
 
 
-class EnginePool:
-    """Engines shared by some cores, granted to transfers first come, first served.
+class _Waiter(NamedTuple):
+    core: int
+    region: str
+    nbytes: float
+    then: Callable[[Engine], None]
 
-    A transfer takes the fastest free engine that reaches its region, unless a faster
-    busy one would finish it sooner (its transfer in hand ending at its own rate, then
-    this one at its rate): then it waits for that one, as a library that maps transfers
-    to the queues of a chip's controllers would not put one on a controller many times
-    slower than the next to free. With engines of one speed this is plain first come,
-    first served.
+
+def fair_level(capacity: float, others: list[float], cap: float) -> float:
+    """The max-min fair rate of one more flow capped at ``cap`` on a link of ``capacity``
+    that already carries flows capped at ``others`` (water-filling on that one link)."""
+    left, count = capacity, len(others) + 1
+    for other in sorted(others + [cap]):
+        share = left / count
+        if other >= share:
+            return min(cap, share)
+        if other == cap and cap <= share:
+            return cap
+        left -= other
+        count -= 1
+    return cap
+
+
+class EnginePool:
+    """Engines shared by some cores, granted to transfers in the order they asked.
+
+    ``link_capacity`` gives each shared region's link in bytes per cycle and
+    ``port_capacity`` a core's L2 port. Waiting transfers are considered first come,
+    first served; each takes the engine that would end it first (see the module's
+    docstring), waiting if that one is busy, and the engines it waits for count its
+    transfer as queued work for those behind it.
     """
 
-    def __init__(self, engines: list[Engine], clock: Callable[[], float]) -> None:
-        # fastest first, so that a free fast engine is always the one taken
+    def __init__(self, engines: list[Engine], clock: Callable[[], float],
+                 link_capacity: dict[str, float], port_capacity: float) -> None:
+        # fastest first (ties go to the faster, see _best)
         self.engines = sorted(engines, key=lambda e: -e.rate)
         self.clock = clock
-        self.waiting: deque[tuple[str, float, Callable[[Engine], None]]] = deque()
+        self.link_capacity = link_capacity
+        self.port_capacity = port_capacity
+        self.waiting: list[_Waiter] = []
 
-    def _worth_taking(self, engine: Engine, region: str, nbytes: float) -> bool:
-        """Whether ``engine`` (free) ends a transfer of ``nbytes`` no later than waiting
-        for a busy faster engine would."""
+    def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
+        """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
+        flights = sorted((e.free_at, e.rate, *e.carrying) for e in self.engines if e.busy)
+        return [f[0] for f in flights], [f[1:] for f in flights]
+
+    def expected_rate(self, engine: Engine, core: int, region: str,
+                      others: list[tuple[float, str, int]]) -> float:
+        """The rate a transfer of ``core`` to or from ``region`` would get on ``engine``
+        beside the transfers ``others`` (rate, region, core) then in flight: the least of
+        the engine's rate and its fair shares of the region's link and of the core's L2
+        port."""
+        link = [rate for rate, held_region, _ in others if held_region == region]
+        port = [rate for rate, _, held_core in others if held_core == core]
+        return min(fair_level(self.link_capacity[region], link, engine.rate),
+                   fair_level(self.port_capacity, port, engine.rate))
+
+    def _best(self, waiter: _Waiter, now: float, queued: dict[Engine, float],
+              flights: tuple[list[float], list], rates: dict[tuple, float],
+              order: list[Engine]) -> tuple[Engine, float] | None:
+        """The engine that would end ``waiter``'s transfer first, and its expected time
+        on it; None if no engine reaches its region.
+
+        On each engine the transfer would start once the engine is free (its transfer in
+        hand ended, as estimated at its grant, and the transfers waiting for it moved)
+        and move at its expected rate beside the transfers still in flight then.
+        ``rates`` remembers those rates while nothing is granted.
+        """
+        ends, others = flights
+        region, core, nbytes = waiter.region, waiter.core, waiter.nbytes
+        ceiling = min(self.link_capacity[region], self.port_capacity)
+        best, best_end, best_time = None, 0.0, 0.0
+        # free engines first (``order``): a busy one is weighed only if it could end sooner
+        for engine in order:
+            if region not in engine.regions:
+                continue
+            ready = (max(now, engine.free_at) if engine.busy else now) + queued.get(engine, 0.0)
+            if best is not None and ready + nbytes / min(engine.rate, ceiling) > best_end:
+                continue
+            # the transfers in flight at ``ready``: all of them now (one running past its
+            # estimated end has not ended), those estimated to end later after a wait (the
+            # engine's own among the ended)
+            still = bisect_right(ends, ready) if ready > now else 0
+            key = (engine.rate, core, region, still)
+            rate = rates.get(key)
+            if rate is None:
+                rate = rates[key] = self.expected_rate(engine, core, region, others[still:])
+            took = nbytes / rate
+            end = ready + took
+            # a tie goes to a free engine (it starts now), then to the faster one (listed
+            # first), which can speed up as the transfers beside it end
+            if best is None or end < best_end * (1 - 1e-12) or (
+                    end <= best_end * (1 + 1e-12) and best.busy and not engine.busy):
+                best, best_end, best_time = engine, end, took
+        return None if best is None else (best, best_time)
+
+    def _serve(self) -> None:
+        """Grant waiters whose best engine is free, in the order they asked, until none is."""
+        while self.waiting and any(not e.busy for e in self.engines):
+            granted = self._grant_first()
+            if granted is None:
+                return
+            engine, waiter = granted
+            waiter.then(engine)
+
+    def _grant_first(self) -> tuple[Engine, _Waiter] | None:
+        """Grant the first waiter whose best engine is free; the engines earlier waiters
+        wait for carry their transfers as queued work meanwhile."""
         now = self.clock()
-        alone = nbytes / engine.rate
-        for other in self.engines:
-            if other.rate <= engine.rate:
-                break  # sorted fastest first: the rest are no faster
-            if other.busy and region in other.regions and \
-                    max(other.free_at - now, 0.0) + nbytes / other.rate < alone:
-                return False
-        return True
+        queued: dict[Engine, float] = {}
+        rates: dict[tuple, float] = {}
+        flights = self._in_flight()
+        order = sorted(self.engines, key=lambda e: e.busy)
+        for index, waiter in enumerate(self.waiting):
+            choice = self._best(waiter, now, queued, flights, rates, order)
+            if choice is None:
+                continue
+            engine, took = choice
+            if engine.busy:
+                queued[engine] = queued.get(engine, 0.0) + took
+                continue
+            del self.waiting[index]
+            engine.busy = True
+            engine.free_at = now + took
+            engine.carrying = (waiter.region, waiter.core)
+            return engine, waiter
+        return None
 
-    def _grant(self, engine: Engine, nbytes: float, then: Callable[[Engine], None]) -> None:
-        engine.busy = True
-        engine.free_at = self.clock() + nbytes / engine.rate
-        then(engine)
-
-    def request(self, region: str, nbytes: float, then: Callable[[Engine], None]) -> None:
+    def request(self, core: int, region: str, nbytes: float,
+                then: Callable[[Engine], None]) -> None:
         """Call ``then(engine)`` with an engine reaching ``region`` for a transfer of
-        ``nbytes``, now or once a suitable one frees."""
-        for engine in self.engines:
-            if not engine.busy and region in engine.regions:
-                if self._worth_taking(engine, region, nbytes):
-                    self._grant(engine, nbytes, then)
-                    return
-                break  # the fastest free one is not worth it: no slower one is
-        self.waiting.append((region, nbytes, then))
+        ``nbytes`` of ``core``, now or once the engine it waits for frees."""
+        self.waiting.append(_Waiter(core, region, nbytes, then))
+        self._serve()
 
     def release(self, engine: Engine) -> None:
-        """``engine`` has finished its transfer: hand it to the first waiter it suits."""
+        """``engine`` has finished its transfer: serve the waiters again."""
         engine.busy = False
-        for index, (region, nbytes, then) in enumerate(self.waiting):
-            if region in engine.regions and self._worth_taking(engine, region, nbytes):
-                del self.waiting[index]
-                self._grant(engine, nbytes, then)
-                return
+        engine.carrying = None
+        self._serve()
 
 
 class DmaModel(Protocol):
@@ -193,6 +289,14 @@ def sharing_cores(config: ChipConfig, cores: tuple[int, ...]) -> list[list[int]]
     return [pools[key] for key in sorted(pools)]
 
 
+def engine_on(config: ChipConfig, name: str, core: int, other: int) -> str:
+    """The name of the engine of ``other``'s pool that is ``name`` in ``core``'s pool."""
+    model = dma_model(config.dma.model)
+    mine = model.pool_label(config.dma, model.pool_of(config.dma, core))
+    theirs = model.pool_label(config.dma, model.pool_of(config.dma, other))
+    return theirs + name[len(mine):] if name.startswith(mine) else name
+
+
 def engine_pools(config: ChipConfig, cores: tuple[int, ...],
                  clock: Callable[[], float],
                  made: dict[int, EnginePool] | None = None) -> dict[int, EnginePool]:
@@ -200,6 +304,8 @@ def engine_pools(config: ChipConfig, cores: tuple[int, ...],
     DMA model makes them share); ``clock()`` is the simulation's current cycle. ``made``
     holds the pools built so far, by pool number, and gains the new ones."""
     model = dma_model(config.dma.model)
+    links = {r.name: config.bytes_per_cycle(r.bandwidth_gbps) for r in config.shared_regions}
+    port = config.l2.load_store_bytes_per_cycle
     made = {} if made is None else made
     pools = {}
     for core in cores:
@@ -208,6 +314,7 @@ def engine_pools(config: ChipConfig, cores: tuple[int, ...],
             prefix = model.pool_label(config.dma, key)
             made[key] = EnginePool([Engine(prefix + spec.name,
                                            config.bytes_per_cycle(spec.bandwidth_gbps),
-                                           spec.regions) for spec in config.dma.engines], clock)
+                                           spec.regions) for spec in config.dma.engines],
+                                   clock, links, port)
         pools[core] = made[key]
     return pools

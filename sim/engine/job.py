@@ -6,9 +6,16 @@ names except as a label for the trace.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Literal, Mapping, get_args
 
 from dspsim.sim.memory import Span
+
+
+#: Where a call's operands live: in levels every core reaches (the length split over the
+#: cores, each running a DMA tile pipeline), or in one core's private level (that core
+#: alone, no DMA). The ``_s`` and ``_p`` C names.
+Storage = Literal["shared", "private"]
+STORAGES: tuple[Storage, ...] = get_args(Storage)
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,6 @@ class Job:
     inputs: tuple[Operand, ...]
     outputs: tuple[Operand, ...]
     mix: Mapping[str, int]  # instruction counts for one vector iteration
-    storage: str  # "shared" (DMA tile pipeline over cores) or "private" (one core, from L2)
+    storage: Storage
     cores: tuple[int, ...]  # the cores that take part, in increasing order
     tile_bytes: int | None = None  # a tile size the call fixes (bytes per operand buffer)

@@ -23,25 +23,31 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Callable
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.datapath import (BURST_BUDGET, DMA_MODELS, FLUID_MIN_BURSTS, Datapath,
-                                 dma_timing, group_cores)
+from dspsim.sim.engine.datapath import (BURST_BUDGET, FLUID_MIN_BURSTS, TRANSFER_TIMINGS,
+                                        Datapath, TransferTiming, dma_timing, group_cores)
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.model import (CALL_TRACK, COMPUTE, ENGINES, FIDELITIES, LOAD, STORE,
-                              CoreTiming, CountingEnvironment, Model, Slice, SliceLog, Timeline)
+                                     CoreTiming, CountingEnvironment, Fidelity, Model, Slice,
+                                     SliceLog, Timeline)
 from dspsim.sim.engine.pipeline import run_private, run_shared
 from dspsim.sim.engine.roofline import roofline_terms
+from dspsim.sim.engine.steady import SteadyState
 from dspsim.sim.engine.tiling import (TilingChoice, balanced_tiles, choose_tiling, fixed_tile,
                                partition, tile_elements)
-from dspsim.sim.engine.vector import VectorCost, vector_cost
+from dspsim.sim.engine.vector import VectorCost, call_cost
 
-__all__ = ["BURST_BUDGET", "CALL_TRACK", "COMPUTE", "DMA_MODELS", "ENGINES", "FIDELITIES",
-           "FLUID_MIN_BURSTS", "LOAD", "STORE", "CallRun", "CoreTiming", "CountingEnvironment",
+__all__ = ["BURST_BUDGET", "CALL_TRACK", "COMPUTE", "ENGINES", "FIDELITIES", "FLUID_MIN_BURSTS",
+           "LOAD", "STORE", "TRANSFER_TIMINGS", "CallRun", "CoreTiming", "CountingEnvironment",
            "Slice", "Timeline", "Timing", "balanced_tiles", "check_fidelity", "dma_timing",
            "finish_timeline", "partition", "plan", "plan_tiling", "roofline_terms", "run_job",
            "tile_elements"]
@@ -61,10 +67,12 @@ class Timing:
     slice_log: "SliceLog | None" = field(default=None, repr=False)
     ddr_samples: list[tuple[float, float]] = field(default_factory=list)  # (cycle, bytes/cycle)
     scheduled_events: int = 0
-    fidelity: str = "fast"
-    dma_model: str = "fluid"  # how transfers were timed: see dma_timing
+    fidelity: Fidelity = "fast"
+    transfer_timing: TransferTiming = "fluid"  # how transfers were timed: see dma_timing
     tiling: TilingChoice | None = None  # shared-storage calls: the tile size and why
     origin: float = 0.0  # the timeline cycle at which the call was launched
+    #: cycles of the pipelines' steady state advanced in closed form rather than simulated
+    solved_cycles: float = 0.0
 
     @property
     def start(self) -> float:
@@ -105,7 +113,7 @@ def plan(config: ChipConfig, job: Job) -> VectorCost:
     not fit L2, or a fixed tile that cannot be used). It touches nothing, so a launcher
     can call it before writing results.
     """
-    cost = vector_cost(config, job.dtype, job.mix)
+    cost = call_cost(config, job.dtype, job.mix)
     if job.storage == "shared":
         fixed_tile(config, job, cost.lanes)
     return cost
@@ -120,13 +128,13 @@ class CallRun:
     """
 
     def __init__(self, timeline: Timeline, config: ChipConfig, job: Job, cost: VectorCost,
-                 tile_size: int, *, record_slices: bool, fidelity: str, dma_model: str,
+                 tile_size: int, *, record_slices: bool, fidelity: str, transfer_timing: str,
                  mirror_cores: bool = True, then: Callable[[], None] = lambda: None) -> None:
         self.timeline = timeline
         self.config = config
         self.cost = cost
         self.fidelity = fidelity
-        self.dma_model = dma_model
+        self.transfer_timing = transfer_timing
         self.tile_size = tile_size
         self.cores = fresh_cores(job, cost.lanes)
         self.model = model = Model(config, job, cost, record_slices, timeline)
@@ -134,24 +142,37 @@ class CallRun:
         self.events = 0
         self.end: float | None = None
         self._then = then
-        datapath = Datapath(model, dma_model, fidelity)
+        self.datapath = datapath = Datapath(model, transfer_timing, fidelity)
         # only fluid flows in lock-step keep identical cores in step, so only they may share
         # one simulation; and only while each core has engines of its own (a shared pool
         # serves them in turn)
-        mirror = (dma_model == "fluid" and mirror_cores
+        mirror = (transfer_timing == "fluid" and mirror_cores
                   and all(len(pool) == 1 for pool in sharing_cores(config, job.cores)))
         self.groups = groups = group_cores(self.cores, tile_size, cost.lanes, mirror=mirror)
         used = {o.span.region for o in job.inputs + job.outputs}
         stagger = (config.dma.burst_bytes / min(model.links[r].capacity for r in used)
-                   if dma_model == "staggered" else 0.0)
+                   if transfer_timing == "staggered" else 0.0)
+        self.steady: SteadyState | None = None
+        timeline.running += 1
         if not job.length:
             self._done()
         elif job.storage == "private":
             run_private(model, datapath, groups[0], self._done)
         else:
-            run_shared(model, datapath, groups, stagger, self._done)
+            solve = fidelity == "fast" and transfer_timing in ("fluid", "staggered", "bursts")
+            run_shared(model, datapath, groups, stagger, self._done,
+                       self._steady_state if solve else None)
+
+    def _steady_state(self, pipelines: list) -> SteadyState:
+        """The closed-form advance of the pipelines' periodic part, active while the call
+        is alone on its timeline (another call's events would move with its own)."""
+        timeline = self.timeline
+        self.steady = SteadyState(self.model, pipelines, self.datapath.dma,
+                                  lambda: timeline.running == 1)
+        return self.steady
 
     def _done(self) -> None:
+        self.timeline.running -= 1
         self.end = float(self.timeline.env.now)
         self.events = self.timeline.env.scheduled_events - self.events_at_start
         self._then()
@@ -170,25 +191,32 @@ class CallRun:
                 member.busy = dict(group.busy)
         cores = [dataclasses.replace(c, finish=c.finish - origin if c.finish else 0.0)
                  for c in self.cores]
-        samples = [(cycle - origin, rate)
-                   for cycle, rate in window(self.timeline.ddr_samples, origin, self.end)]
+        samples = window(self.timeline.ddr_samples, origin, self.end)
+        if origin:
+            samples = [(cycle - origin, rate) for cycle, rate in samples]
         return Timing(
             cycles=self.end - origin, cores=cores, tile_elements=self.tile_size,
             vector=self.cost, bytes_read=model.bytes_read, bytes_written=model.bytes_written,
             roofline_terms=roofline_terms(self.config, model.job, self.cost,
                                           [c.elements for c in cores]),
             slice_log=model.log, ddr_samples=samples, scheduled_events=self.events,
-            fidelity=self.fidelity, dma_model=self.dma_model, origin=origin)
+            fidelity=self.fidelity, transfer_timing=self.transfer_timing, origin=origin,
+            solved_cycles=self.steady.skipped_cycles if self.steady is not None else 0.0)
 
 
 def window(samples: list[tuple[float, float]], start: float,
            end: float) -> list[tuple[float, float]]:
     """The samples of a step function (cycle, value) that describe it over [start, end]:
-    the value in force at ``start`` (when it began earlier) and every change up to ``end``."""
-    inside = [s for s in samples if start <= s[0] <= end]
-    before = [s for s in samples if s[0] < start]
-    if before and (not inside or inside[0][0] > start):
-        inside.insert(0, (start, before[-1][1]))
+    the value in force at ``start`` (when it began earlier) and every change up to ``end``.
+
+    ``samples`` are in increasing cycle order: two binary searches find the window, so
+    that a program's calls each read their part of the timeline in logarithmic time.
+    """
+    first = bisect_left(samples, start, key=itemgetter(0))
+    last = bisect_right(samples, end, lo=first, key=itemgetter(0))
+    inside = samples[first:last]
+    if first and (not inside or inside[0][0] > start):
+        inside.insert(0, (start, samples[first - 1][1]))
     return inside
 
 
@@ -207,9 +235,9 @@ def _simulate(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int, *,
     """Run the call alone on a fresh timeline with ``tile_size``-element tiles (the whole
     range if private)."""
     timeline = Timeline(config)
-    dma_model = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
+    transfer_timing = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
     run = CallRun(timeline, config, job, cost, tile_size, record_slices=record_slices,
-                  fidelity=fidelity, dma_model=dma_model, mirror_cores=mirror_cores)
+                  fidelity=fidelity, transfer_timing=transfer_timing, mirror_cores=mirror_cores)
     finish_timeline(timeline)
     return run.timing()
 
@@ -228,14 +256,68 @@ def plan_tiling(config: ChipConfig, job: Job, cost: VectorCost, *, record_slices
     fast-model Timing of the call alone with it when the choice simulated it.
 
     Candidates are timed alone on fresh timelines with the fast model, so that both
-    fidelities, and a call alone or in a program, run one tiling.
+    fidelities, and a call alone or in a program, run one tiling. The choice is
+    remembered (:data:`TILINGS`): a call the process has planned before is not searched
+    again (its Timing is then None: the caller simulates the chosen tile).
     """
     if job.storage == "private" or not job.length:
         return None, None
+    key = tiling_key(config, job)
+    known = TILINGS.get(key)
+    if known is not None:
+        return known, None
     parts = partition(job.length, job.cores, cost.lanes)
-    return choose_tiling(config, job, cost, parts, lambda tile: _simulate(
+    choice, timing = choose_tiling(config, job, cost, parts, lambda tile: _simulate(
         config, job, cost, tile, record_slices=record_slices, fidelity="fast",
         mirror_cores=mirror_cores))
+    TILINGS.put(key, choice)
+    return choice, timing
+
+
+def tiling_key(config: ChipConfig, job: Job) -> tuple:
+    """What a call's tile choice depends on: the chip, the instruction mix, the dtype, the
+    length, the cores, the storage and where each operand lives (not its address)."""
+    return (config.model_digest, job.dtype, job.itemsize, tuple(sorted(job.mix.items())),
+            job.length, job.cores, job.storage, job.tile_bytes,
+            tuple(o.span.region for o in job.inputs), tuple(o.span.region for o in job.outputs))
+
+
+class TilingMemo:
+    """Tile choices already made in this process, the least recently used forgotten first.
+
+    Safe to share between threads (sweeps run calls in a thread pool): a lock guards the
+    table; two threads planning one call at once both search, and agree.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._choices: OrderedDict[tuple, TilingChoice] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> TilingChoice | None:
+        """The choice remembered for ``key``, or None."""
+        with self._lock:
+            choice = self._choices.get(key)
+            if choice is not None:
+                self._choices.move_to_end(key)
+            return choice
+
+    def put(self, key: tuple, choice: TilingChoice) -> None:
+        """Remember ``choice`` for ``key``."""
+        with self._lock:
+            self._choices[key] = choice
+            self._choices.move_to_end(key)
+            while len(self._choices) > self.capacity:
+                self._choices.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every choice."""
+        with self._lock:
+            self._choices.clear()
+
+
+#: The process's remembered tile choices.
+TILINGS = TilingMemo()
 
 
 def run_job(config: ChipConfig, job: Job, *, record_slices: bool = True,
@@ -260,5 +342,6 @@ def run_job(config: ChipConfig, job: Job, *, record_slices: bool = True,
         timing = _simulate(config, job, cost, tiling.tile_elements if tiling else job.length,
                            record_slices=record_slices, fidelity=fidelity,
                            mirror_cores=mirror_cores)
-    timing.tiling = tiling
+    timing.tiling = (dataclasses.replace(tiling, candidates=dict(tiling.candidates))
+                     if tiling is not None else None)
     return timing

@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 import itertools
 from heapq import heappush
-from typing import Callable, NamedTuple
+from typing import Callable, Literal, NamedTuple, get_args
 
 import simpy
 from simpy.core import NORMAL
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.dma import engine_pools
+from dspsim.sim.engine.dma import engine_on, engine_pools
 from dspsim.sim.engine.job import Job, Operand
 from dspsim.sim.engine.network import Link
 from dspsim.sim.engine.vector import VectorCost
@@ -30,7 +30,8 @@ ENGINES = (LOAD, COMPUTE, STORE)
 #: The pseudo-core that holds call-level slices (launch, barrier).
 CALL_TRACK = -1
 #: The model fidelities ``run_job`` accepts; the first is the default.
-FIDELITIES = ("fast", "detailed")
+Fidelity = Literal["fast", "detailed"]
+FIDELITIES: tuple[Fidelity, ...] = get_args(Fidelity)
 
 
 class _Wakeup:
@@ -143,11 +144,19 @@ class SliceLog:
     are built only when a trace is asked for.
     """
 
-    def __init__(self, job: Job, setup_cycles: float, cost: VectorCost) -> None:
+    def __init__(self, job: Job, setup_cycles: float, cost: VectorCost,
+                 engine_on: Callable[[str, int, int], str] = lambda name, core, other: name
+                 ) -> None:
         self.job = job
         self.setup_cycles = setup_cycles
         self.cost = cost
+        #: engine_on(name, core, other): the engine of ``other``'s pool that stands where
+        #: ``name`` stands in ``core``'s (a mirrored core's transfers name its own engines)
+        self.engine_on = engine_on
         self.activities: list[Activity] = []
+        # stretches of activities repeated by a closed-form steady state:
+        # (position in activities, first, last, period, repeats, tiles per period by group)
+        self._repeats: list[tuple[int, int, int, float, int, dict[int, int]]] = []
         self._expanded: dict[float, list[Slice]] = {}
 
     def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
@@ -161,13 +170,41 @@ class SliceLog:
     def call(self, name: str, start: float, end: float, cycles: float) -> None:
         self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
 
+    def repeat(self, first: int, last: int, period: float, repeats: int,
+               advances: dict[int, int]) -> None:
+        """The activities recorded ``first`` to ``last`` happen again ``repeats`` times, each
+        ``period`` cycles later and ``advances[id(group)]`` tiles further than the one before.
+
+        Kept as one record, expanded when slices are asked for: a steady state advanced in
+        closed form costs no Python work per skipped tile unless its trace is wanted.
+        """
+        self._repeats.append((len(self.activities), first, last, period, repeats, advances))
+
+    def all_activities(self):
+        """Every activity in recording order, the repeated stretches expanded."""
+        activities, position = self.activities, 0
+        for at, first, last, period, repeats, advances in self._repeats:
+            yield from activities[position:at]
+            position = at
+            recorded = activities[first:last]
+            for repeat in range(1, repeats + 1):
+                offset = repeat * period
+                for activity in recorded:
+                    tile = activity.tile
+                    if tile is not None and activity.group is not None:
+                        tile += repeat * advances[id(activity.group)]
+                    yield activity._replace(tile=tile, start=activity.start + offset,
+                                            end=activity.end + offset,
+                                            granted=activity.granted + offset)
+        yield from activities[position:]
+
     def slices(self, origin: float = 0.0) -> list[Slice]:
         """Every activity as a Slice of every core that did it, in recording order, with
         times counted from cycle ``origin`` of the timeline."""
         expanded = self._expanded.get(origin)
         if expanded is None:
             expanded = self._expanded[origin] = [
-                s for activity in self.activities for s in self._expand(activity, origin)]
+                s for activity in self.all_activities() for s in self._expand(activity, origin)]
         return expanded
 
     def _expand(self, activity: Activity, origin: float):
@@ -192,7 +229,9 @@ class SliceLog:
                     "region": operand.span.region, "setup_cycles": self.setup_cycles,
                     # the engine is held, and the links carry its bytes, only this long
                     "data_cycles": end - (activity.granted - origin),
-                    "dma_engine": activity.name, "elements": [lo, hi]})
+                    "dma_engine": activity.name if member is first_member else
+                    self.engine_on(activity.name, first_member.core, member.core),
+                    "elements": [lo, hi]})
             elif tile is None:  # private-storage vector work: the whole range
                 yield Slice(member.core, COMPUTE, job.label, start, end, {
                     "elements": [lo, hi], "iterations": self.cost.iterations(hi - lo)})
@@ -237,6 +276,8 @@ class Timeline:
         self.pools = PerCore(lambda core: engine_pools(config, (core,), clock, made)[core])
         #: datapath models by kind ("fluid", "bursts"), shared by every call
         self.datapaths: dict[str, object] = {}
+        #: calls launched and not yet ended: a call alone may skip its steady state
+        self.running = 0
 
     def after(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now (``delay`` >= 0)."""
@@ -263,6 +304,13 @@ class Timeline:
             finish = getattr(model, "finish", None)
             if finish is not None:
                 finish()
+        samples = self.ddr_samples
+        # only burst-timed calls add samples here, after any fluid ones of the run
+        if "bursts" in self.datapaths and "fluid" in self.datapaths and any(
+                later[0] < earlier[0] for earlier, later in zip(samples, samples[1:])):
+            # burst-timed calls add their samples at the end: keep the counter in cycle
+            # order, which its readers search by bisection
+            samples.sort(key=lambda sample: sample[0])
 
 
 class Model:
@@ -280,7 +328,9 @@ class Model:
         self.timeline = timeline
         self.env = timeline.env
         self.origin = float(timeline.env.now)
-        self.log = SliceLog(job, config.dma.setup_cycles, cost) if record_slices else None
+        self.log = (SliceLog(job, config.dma.setup_cycles, cost,
+                             lambda name, core, other: engine_on(config, name, core, other))
+                    if record_slices else None)
         self.links = timeline.links
         self.l2_ports = timeline.l2_ports
         self.pools = timeline.pools

@@ -15,6 +15,7 @@ bit, those the identical transfers would get one by one.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import simpy
@@ -40,7 +41,8 @@ class Link:
 class Flow:
     """One transfer in progress (or several identical ones in lockstep, see ``shares``)."""
 
-    __slots__ = ("nbytes", "remaining", "links", "shares", "cap", "rate", "done", "route")
+    __slots__ = ("nbytes", "remaining", "links", "shares", "cap", "rate", "done", "route",
+                 "standing")
 
     def __init__(self, nbytes: float, links: tuple[Link, ...], cap: float, done,
                  shares: tuple[int, ...] | None = None) -> None:
@@ -54,6 +56,9 @@ class Flow:
         self.done = done  # a SimPy event to succeed, or a function to call, on completion
         # flows on one route always get the same rate
         self.route: object = (links, self.shares, cap)
+        # a stand-in for a transfer timed elsewhere (burst by burst): it takes its share
+        # of the links but never ends by itself (see FlowNetwork.stand_in)
+        self.standing = False
 
     def share_of(self, link: Link) -> int:
         """How many of the flow's identical transfers cross ``link`` (0 if none)."""
@@ -95,6 +100,27 @@ def max_min_rates(flows: list[Flow]) -> None:
         active = still
 
 
+class FlowTimer:
+    """The scheduled end of the network's earliest flow, under one generation of rates.
+
+    Stale once rates have changed since (a newer timer stands); it then does nothing.
+    """
+
+    __slots__ = ("network", "generation")
+
+    def __init__(self, network: "FlowNetwork", generation: int) -> None:
+        self.network = network
+        self.generation = generation
+
+    @property
+    def stale(self) -> bool:
+        """Whether rates changed after this timer was set."""
+        return self.generation != self.network._generation
+
+    def __call__(self, _event) -> None:
+        self.network._on_timer(self.generation)
+
+
 class FlowNetwork:
     """Runs flows over links inside a SimPy environment.
 
@@ -110,6 +136,8 @@ class FlowNetwork:
         self._call_later = getattr(env, "call_later", None) or (
             lambda delay, then: env.timeout(delay).callbacks.append(then))
         self.flows: list[Flow] = []
+        #: called whenever rates change (the burst arbiters' view of the fluid flows)
+        self.on_shares_changed: Callable[[], None] | None = None
         self._generation = 0
         self._last_update = env.now
         self._on_rates_changed = on_rates_changed
@@ -142,6 +170,37 @@ class FlowNetwork:
         self._route_counts[flow.route] = self._route_counts.get(flow.route, 0) + 1
         self._reschedule()
 
+    def stand_in(self, links: tuple[Link, ...], cap: float) -> Flow:
+        """Count a transfer timed burst by burst elsewhere as a flow on ``links`` (capped
+        at ``cap``) until :meth:`withdraw`: fluid flows then leave it its max-min share,
+        and :attr:`fluid_load` tells the burst arbiters what the fluid flows take."""
+        self._advance()
+        flow = Flow(math.inf, links, cap, None)
+        flow.standing = True
+        flow.route = self._route_ids.setdefault((flow.route, "standing"), len(self._route_ids))
+        self.flows.append(flow)
+        self._route_counts[flow.route] = self._route_counts.get(flow.route, 0) + 1
+        self._reschedule()
+        return flow
+
+    def withdraw(self, flow: Flow) -> None:
+        """The transfer ``flow`` stood in for has ended."""
+        self._advance()
+        self._remove(flow)
+        self._reschedule()
+
+    def fluid_load(self, link: Link) -> float:
+        """Bytes per cycle the fluid flows (not the stand-ins) now move over ``link``."""
+        return sum(f.rate * f.share_of(link) for f in self.flows if not f.standing)
+
+    def _remove(self, flow: Flow) -> None:
+        self.flows.remove(flow)
+        left = self._route_counts[flow.route] - 1
+        if left:
+            self._route_counts[flow.route] = left
+        else:
+            del self._route_counts[flow.route]
+
     def _advance(self) -> None:
         elapsed = self.env.now - self._last_update
         if elapsed > 0:
@@ -156,7 +215,8 @@ class FlowNetwork:
         if known is None:
             max_min_rates(self.flows)
             watched = self._watched
-            load = sum(f.rate * f.share_of(watched) for f in self.flows) if watched else 0.0
+            load = (sum(f.rate * f.share_of(watched) for f in self.flows if not f.standing)
+                    if watched else 0.0)
             known = ({f.route: f.rate for f in self.flows}, load)
             self._rate_cache[key] = known
         if self._on_rates_changed is not None:
@@ -168,6 +228,8 @@ class FlowNetwork:
         if not self.flows:
             if self._on_rates_changed is not None:
                 self._on_rates_changed(self.env.now, 0.0)
+            if self.on_shares_changed is not None:
+                self.on_shares_changed()
             return
         rates = self._rates()
         delay = float("inf")
@@ -175,8 +237,12 @@ class FlowNetwork:
             rate = flow.rate = rates[flow.route]
             if flow.remaining / rate < delay:
                 delay = flow.remaining / rate
+        if self.on_shares_changed is not None:
+            self.on_shares_changed()
+        if delay == float("inf"):
+            return  # only stand-ins: they end when their transfers do
         generation = self._generation
-        self._call_later(max(delay, 0.0), lambda _entry: self._on_timer(generation))
+        self._call_later(max(delay, 0.0), FlowTimer(self, generation))
 
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:
@@ -187,12 +253,7 @@ class FlowNetwork:
         if not finished:  # rounding left a sliver: finish the nearest flow
             finished = [min(self.flows, key=lambda f: f.remaining / f.rate)]
         for flow in finished:
-            self.flows.remove(flow)
-            left = self._route_counts[flow.route] - 1
-            if left:
-                self._route_counts[flow.route] = left
-            else:
-                del self._route_counts[flow.route]
+            self._remove(flow)
             for link, share in zip(flow.links, flow.shares):
                 link.bytes_moved += flow.nbytes * share
         self._reschedule()

@@ -48,12 +48,13 @@ class _TileTransfer:
     def start(self) -> None:
         model = self.pipeline.model
         self.started = model.env.now
+        self.pipeline.in_flight.append(self)
         model.after(model.config.dma.setup_cycles, self._set_up)
 
     def _set_up(self, _event) -> None:
         pipeline = self.pipeline
-        pipeline.model.pools[pipeline.group.core].request(self.operand.span.region, self.nbytes,
-                                                          self._granted)
+        pipeline.model.pools[pipeline.group.core].request(
+            pipeline.group.core, self.operand.span.region, self.nbytes, self._granted)
 
     def _granted(self, engine) -> None:
         pipeline = self.pipeline
@@ -71,8 +72,32 @@ class _TileTransfer:
         if model.log is not None:
             model.log.transfer(group, self.thread, self.operand, self.tile, self.started, now,
                                self.engine.name, self.granted)
+        pipeline.in_flight.remove(self)
         model.pools[group.core].release(self.engine)
         self.then()
+
+
+class _Move:
+    """One direction's transfers of one tile: done when its last operand has arrived."""
+
+    __slots__ = ("pipeline", "direction", "waiting", "started", "then")
+
+    def __init__(self, pipeline: "_Pipeline", direction: str, operands: int,
+                 then: Callable) -> None:
+        self.pipeline = pipeline
+        self.direction = direction
+        self.waiting = operands
+        self.started = pipeline.model.env.now
+        self.then = then
+
+    def one_done(self) -> None:
+        self.waiting -= 1
+        if not self.waiting:
+            pipeline = self.pipeline
+            pipeline.moves.remove(self)
+            # busy: while any of the direction's transfers was in flight
+            pipeline.group.busy[self.direction] += pipeline.model.env.now - self.started
+            self.then()
 
 
 class _Pipeline:
@@ -83,8 +108,12 @@ class _Pipeline:
     buffer; storing tile i frees its output buffer.
     """
 
-    def __init__(self, model: Model, datapath, group: CoreGroup, then: Callable) -> None:
+    def __init__(self, model: Model, datapath, group: CoreGroup, then: Callable,
+                 steady=None) -> None:
         self.model = model
+        self.steady = steady  # a SteadyState told of the tiles computed, or None
+        self.in_flight: list[_TileTransfer] = []
+        self.moves: list[_Move] = []
         self.datapath = datapath
         self.group = group
         self.tiles = group.tiles
@@ -111,19 +140,11 @@ class _Pipeline:
         operands = job.inputs if direction == LOAD else job.outputs
         first, stop = self.tiles[index]
         nbytes = (stop - first) * job.itemsize
-        waiting = [len(operands)]
-        started = model.env.now
-
-        def one_done():
-            waiting[0] -= 1
-            if not waiting[0]:
-                # busy: while any of the direction's transfers was in flight
-                self.group.busy[direction] += model.env.now - started
-                then()
-
+        move = _Move(self, direction, len(operands), then)
+        self.moves.append(move)
         for k, operand in enumerate(operands):
             thread = direction if len(operands) == 1 else f"{direction}.{k}"
-            _TileTransfer(self, direction, thread, operand, index, nbytes, one_done).start()
+            _TileTransfer(self, direction, thread, operand, index, nbytes, move.one_done).start()
 
     # loader
     def _try_load(self) -> None:
@@ -165,6 +186,8 @@ class _Pipeline:
         self._try_store()
         self._try_load()
         self._try_compute()
+        if self.steady is not None:
+            self.steady.tile_computed(self)
 
     # storer
     def _try_store(self) -> None:
@@ -188,9 +211,13 @@ class _Pipeline:
 
 
 def run_shared(model: Model, datapath, groups: list[CoreGroup], stagger: float = 0.0,
-               then: Callable = lambda: None) -> None:
+               then: Callable = lambda: None, steady_state: Callable | None = None) -> None:
     """Launch, every core group's pipeline (the k-th ``k * stagger`` cycles after the
-    launch), barrier; then call ``then()``."""
+    launch), barrier; then call ``then()``.
+
+    ``steady_state(pipelines)``, when given, returns the
+    :class:`~dspsim.sim.engine.steady.SteadyState` that watches the pipelines and advances
+    their periodic part in closed form."""
     env, cfg, log = model.env, model.config, model.log
     running = [len(groups)]
     origin = model.origin
@@ -211,8 +238,12 @@ def run_shared(model: Model, datapath, groups: list[CoreGroup], stagger: float =
     def launched(_event):
         if log is not None:
             log.call("launch", origin, env.now, cfg.launch_cycles)
-        for index, group in enumerate(groups):
-            pipeline = _Pipeline(model, datapath, group, one_core_done)
+        pipelines = [_Pipeline(model, datapath, group, one_core_done) for group in groups]
+        if steady_state is not None:
+            steady = steady_state(pipelines)
+            for pipeline in pipelines:
+                pipeline.steady = steady
+        for index, pipeline in enumerate(pipelines):
             if stagger and index:
                 model.after(index * stagger, pipeline.start)
             else:

@@ -50,6 +50,8 @@ class TilingChoice:
     reason: str
     # simulated cycles of each candidate tile count (busiest core), for "optimal"
     candidates: dict[int, float] = field(default_factory=dict)
+    # candidates not simulated: a lower bound on their cycles exceeds the fastest simulated
+    bounded: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """Plain data for results and traces."""
@@ -57,7 +59,9 @@ class TilingChoice:
                 "tiles_per_core": self.tiles_per_core, "tile_bytes": self.tile_bytes,
                 "largest_fitting_elements": self.largest_fitting_elements,
                 "reason": self.reason,
-                "candidates": {str(k): v for k, v in sorted(self.candidates.items())}}
+                "candidates": {str(k): v for k, v in sorted(self.candidates.items())},
+                "not_simulated_lower_bounds": {str(k): v
+                                               for k, v in sorted(self.bounded.items())}}
 
 
 # ----------------------------------------------------------------------------- work split
@@ -95,12 +99,11 @@ def balanced_tiles(start: int, stop: int, largest: int, lanes: int) -> list[tupl
         return [(start, stop)] if stop > start else []
     vectors = math.ceil((stop - start) / lanes)
     base, extra = divmod(vectors, count)
-    tiles, first = [], start
-    for index in range(count):
-        last = min(stop, first + (base + (index < extra)) * lanes)
-        tiles.append((first, last))
-        first = last
-    return tiles
+    # tile i starts after i tiles of `base` vectors and min(i, extra) extra vectors; only
+    # the last bound can pass `stop` (by less than a vector)
+    index = np.arange(count + 1, dtype=np.int64)
+    bounds = np.minimum(start + lanes * (index * base + np.minimum(index, extra)), stop).tolist()
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def tile_elements(config: ChipConfig, job: Job, lanes: int) -> int:
@@ -168,11 +171,63 @@ def estimated_cycles(config: ChipConfig, job: Job, cost: VectorCost, busy_cores:
 def estimated_best_count(config: ChipConfig, job: Job, cost: VectorCost, busy_cores: int,
                          elements: int, fewest: int, most: int) -> int:
     """The tile count the closed-form estimate ranks best, between ``fewest`` and ``most``."""
-    counts = np.unique(np.concatenate([
+    # sorted and distinct (a sort, not numpy's unique, whose first use imports more of numpy)
+    counts = np.sort(np.concatenate([
         np.arange(fewest, min(most, fewest + 64) + 1),
         np.round(np.geomspace(fewest, most, 256)).astype(np.int64)]))
+    counts = counts[np.concatenate(([True], counts[1:] != counts[:-1]))]
     estimate = estimated_cycles(config, job, cost, busy_cores, elements, counts)
     return int(counts[int(np.argmin(estimate))])
+
+
+def cycles_lower_bound(config: ChipConfig, job: Job, cost: VectorCost,
+                       parts: list[tuple[int, int, int]], count: int) -> float:
+    """Cycles the call cannot beat when its busiest core cuts its part into ``count`` tiles.
+
+    The larger of two chains. The busiest core's: the launch, its first tile's loads
+    (their setup, then their bytes no faster than the fastest engine, the link or the L2
+    port allows, all of them through the port and the link), every tile's vector work one
+    after the other, its last tile's stores likewise, the barrier. And the core that
+    finishes its first loads last: not before every core's first tiles have crossed the
+    link, after which it still computes all its tiles and stores its last. Both DMA
+    timings (fluid and bursts) respect each step, so a tiling whose bound exceeds a
+    simulated time need not be simulated.
+    """
+    lanes, size, dma = cost.lanes, job.itemsize, config.dma
+    elements = max(stop - start for _, start, stop in parts)
+    tile = tile_for_count(elements, count, lanes)
+    fastest_engine = max(config.bytes_per_cycle(e.bandwidth_gbps) for e in dma.engines)
+    port = config.l2.load_store_bytes_per_cycle
+
+    def link(operands: tuple) -> float:
+        regions = {o.span.region for o in operands}
+        return max(config.bytes_per_cycle(r.bandwidth_gbps) for r in config.shared_regions
+                   if r.name in regions)
+
+    def moved(operands: tuple, nbytes: int) -> float:
+        if not operands:
+            return 0.0
+        shared = link(operands)
+        single = min(fastest_engine, shared, port)
+        return dma.setup_cycles + max(nbytes / single, len(operands) * nbytes / min(shared, port))
+
+    def core_tiles(start: int, stop: int) -> np.ndarray:
+        return np.array([b - a for a, b in balanced_tiles(start, stop, tile, lanes)])
+
+    def computed(sizes: np.ndarray) -> float:
+        return float(np.sum(cost.fill_cycles + cost.overhead_cycles
+                            + np.ceil(sizes / lanes) * cost.iteration_cycles))
+
+    cores = [core_tiles(start, stop) for _, start, stop in parts if stop > start]
+    busiest = max(cores, key=np.sum)
+    own = (moved(job.inputs, int(busiest[0]) * size) + computed(busiest)
+           + moved(job.outputs, int(busiest[-1]) * size))
+    first_loads = (sum(int(sizes[0]) for sizes in cores) * size * len(job.inputs)
+                   / link(job.inputs) if job.inputs else 0.0)
+    after_loads = min(computed(sizes) + moved(job.outputs, int(sizes[-1]) * size)
+                      for sizes in cores)
+    last_loaded = dma.setup_cycles + first_loads + after_loads
+    return config.launch_cycles + max(own, last_loaded) + config.barrier_cycles
 
 
 #: Simulated times closer than this are ties: results are reported in whole cycles.
@@ -185,12 +240,14 @@ def search_counts(timed: Callable[[int], float], fewest: int, most: int, start: 
     Doubling or halving the count while either improves the time (the estimate is close,
     not exact, and a narrow DMA pool makes the curve lumpy), then the neighbours of the
     best when it has few tiles, where one tile more or less still matters. ``timed``
-    simulates a count (and remembers it); the fewest is always among those simulated.
+    times a count (and remembers it): by simulating it, or by a lower bound when that
+    bound already exceeds the fastest simulated time.
     """
     def clamp(count: float) -> int:
         return min(most, max(fewest, int(round(count))))
 
     current = clamp(start)
+    timed(current)  # first: a fast time there lets the others be bounded instead of simulated
     if abs(timed(fewest) - timed(current)) <= TIE_CYCLES and current != fewest:
         return  # as fast with the largest tiles as where the estimate points: a flat curve
     while True:
@@ -253,12 +310,21 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
     most = max(fewest, min(MAX_TILES_PER_CORE, math.ceil(elements / lanes)))
     by_tile: dict[int, Any] = {}  # counts that cut the same tile are the same tiling
     timings: dict[int, Any] = {}
+    bounds: dict[int, float] = {}  # by tile: lower bounds of tilings not simulated
 
     def timed(count: int) -> float:
         tile = tile_for_count(elements, count, lanes)
-        if tile not in by_tile:
-            by_tile[tile] = simulate(tile)
-            timings[count] = by_tile[tile]
+        if tile in by_tile:
+            return by_tile[tile].cycles
+        if tile not in bounds and by_tile:
+            fastest = min(t.cycles for t in by_tile.values())
+            bound = cycles_lower_bound(config, job, cost, parts, count)
+            if bound > fastest + TIE_CYCLES:
+                bounds[tile] = bound
+        if tile in bounds:
+            return bounds[tile]
+        by_tile[tile] = simulate(tile)
+        timings[count] = by_tile[tile]
         return by_tile[tile].cycles
 
     start = estimated_best_count(config, job, cost, busy, elements, fewest, most)
@@ -271,11 +337,17 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
     # name each candidate by the tiles it really cuts (rounding to whole vectors may merge)
     candidates = {math.ceil(elements / tile_for_count(elements, c, lanes)): t.cycles
                   for c, t in timings.items()}
+    bounded = {math.ceil(elements / t): b for t, b in bounds.items()}
     best = math.ceil(elements / tile)
     fewest = math.ceil(elements / tile_for_count(elements, fewest, lanes))
-    if len(candidates) == 1:
+    if len(candidates) + len(bounded) == 1:
         reason = ("the only tiling: each core's part fits L2 at once" if best == 1
                   else "the only tiling worth simulating")
+    elif fewest in bounded:
+        reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
+                  f"fits L2 ({fewest} per core) takes at least "
+                  f"{bounded[fewest] / candidates[best] - 1:.1%} longer (a lower bound, not "
+                  f"simulated)")
     elif best == fewest or candidates[fewest] <= candidates[best] * (1 + 5e-4):
         reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
                   "fits L2 is as fast")
@@ -283,5 +355,9 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         slower = candidates[fewest] / candidates[best] - 1
         reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
                   f"fits L2 ({fewest} per core) takes {slower:.1%} longer")
-    choice = TilingChoice("optimal", tile, best, tile * job.itemsize, largest, reason, candidates)
+    if bounded:
+        reason += (f"; {len(bounded)} more not simulated, their lower bounds exceeding the "
+                   f"fastest")
+    choice = TilingChoice("optimal", tile, best, tile * job.itemsize, largest, reason, candidates,
+                          bounded)
     return choice, timings[chosen]

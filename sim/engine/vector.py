@@ -3,15 +3,19 @@
 An instruction the chip has no unit for (a C66x has no special-function unit: its exp and
 divide are software sequences) is defined in the chip's config as the instructions it
 expands to; the mix is expanded here, once, and both fidelities cost the expanded mix.
+
+The cost is a compute model (:class:`ComputeModel`), named by the chip file's
+``vector.model`` and looked up in :data:`COMPUTE_MODELS`; ``vliw_issue`` is the built-in
+one. Another registers itself with :func:`register_compute_model`.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Protocol
 
-from dspsim.sim.chip.load import DTYPE_BITS, ChipConfig
+from dspsim.sim.chip.model import DTYPE_BITS, ChipConfig
 from dspsim.sim.errors import ConfigError
 
 
@@ -79,3 +83,50 @@ def vector_cost(config: ChipConfig, dtype: str, mix: Mapping[str, int]) -> Vecto
         fill_cycles=vec.pipeline_fill_cycles,
         overhead_cycles=vec.loop_overhead_cycles_per_tile,
     )
+
+
+class ComputeModel(Protocol):
+    """What one vector iteration of an instruction mix costs on a chip."""
+
+    #: the name a chip file gives under ``vector.model``
+    name: str
+
+    def cost(self, config: ChipConfig, dtype: str, mix: Mapping[str, int]) -> VectorCost:
+        """The per-iteration cost of ``mix`` in ``dtype``; a ConfigError for an
+        instruction the chip cannot run."""
+        ...
+
+
+class VliwIssue:
+    """The VLIW issue bound of :func:`vector_cost`: the busiest unit, or L2 load/store."""
+
+    name = "vliw_issue"
+
+    def cost(self, config: ChipConfig, dtype: str, mix: Mapping[str, int]) -> VectorCost:
+        return vector_cost(config, dtype, mix)
+
+
+#: The compute models by the name a chip file gives them.
+COMPUTE_MODELS: dict[str, ComputeModel] = {}
+
+
+def register_compute_model(model: ComputeModel) -> ComputeModel:
+    """Add ``model`` to :data:`COMPUTE_MODELS` under its ``name``; returns it."""
+    COMPUTE_MODELS[model.name] = model
+    return model
+
+
+register_compute_model(VliwIssue())
+
+
+def compute_model(name: str, where: str = "vector.model") -> ComputeModel:
+    """The compute model called ``name``; a ConfigError naming the known ones if none is."""
+    if name not in COMPUTE_MODELS:
+        raise ConfigError(f"{where}: unknown compute model {name!r}; known models: "
+                          f"{', '.join(sorted(COMPUTE_MODELS))}")
+    return COMPUTE_MODELS[name]
+
+
+def call_cost(config: ChipConfig, dtype: str, mix: Mapping[str, int]) -> VectorCost:
+    """The cost of one vector iteration of ``mix`` by the chip's own compute model."""
+    return compute_model(config.vector.model).cost(config, dtype, mix)

@@ -18,7 +18,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.datapath import BURST_BUDGET, call_bursts, dma_timing
+from dspsim.sim.engine.datapath import dma_timing
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.machine import (CallRun, Timing, check_fidelity, finish_timeline, fresh_cores,
                                 plan, plan_tiling)
@@ -28,9 +28,6 @@ from dspsim.sim.engine.tiling import TilingChoice
 from dspsim.sim.engine.vector import VectorCost
 
 
-#: A fast-fidelity program that mixes calls of short transfers with calls of long ones is
-#: timed burst by burst while it moves at most this many bursts in all.
-PROGRAM_BURST_BUDGET = 8 * BURST_BUDGET
 
 
 @dataclass
@@ -65,27 +62,19 @@ def plan_call(config: ChipConfig, job: Job, fidelity: str,
                        dma_timing(config, job, fresh_cores(job, cost.lanes), tile, fidelity))
 
 
-def program_dma_models(config: ChipConfig, calls: list[PlannedCall],
+def program_transfer_timings(config: ChipConfig, calls: list[PlannedCall],
                        fidelity: str) -> list[str]:
-    """How each call's transfers are timed in the program.
+    """How each call's transfers are timed in the program: as the call alone times them.
 
-    Calls running at once must be timed by one model to share the links: bursts for the
-    detailed fidelity. In the fast one: bursts if every call would go burst by burst
-    alone (each within the burst budget), and also when only some would but the whole
-    program moves at most :data:`PROGRAM_BURST_BUDGET` bursts (fluid sharing between a
-    call of short transfers and one of long ones is where it is least accurate); else
-    fluid flows, with the path fill and staggered cores of ``"staggered"`` for the calls
-    too short for plain fluid. Events therefore stay bounded by the tiles or by the
-    budgets. A program of one call keeps the call's own model.
+    A call's timing mode is its own, whatever the others need, so that its cycles never
+    depend on which calls share the program. Calls timed by different models still share
+    the links: a transfer timed burst by burst stands in the fluid network as a flow of
+    its own, taking its max-min share there, and the burst arbiters pass bursts at what
+    the fluid flows leave of each link (:meth:`~dspsim.sim.engine.detailed.BurstDMA.transfer`).
+    ``config`` is kept for callers that time programs on a chip.
     """
-    kinds = [c.alone for c in calls]
-    moving = [k for k in kinds if k != "none"]
-    if fidelity != "fast" or all(k == "bursts" for k in moving):
-        return kinds
-    total = sum(call_bursts(config, c.job) for c in calls if c.alone != "none")
-    if "bursts" in moving and total <= PROGRAM_BURST_BUDGET:
-        return ["none" if k == "none" else "bursts" for k in kinds]
-    return [k if k in ("none", "fluid") else "staggered" for k in kinds]
+    del config, fidelity  # every call keeps its own model in either fidelity
+    return [c.alone for c in calls]
 
 
 @dataclass
@@ -103,7 +92,7 @@ class ScheduledCall:
     after_call: int | None
     cores_held_by: int | None  # the call whose cores it waited for, if it did
     timing: Timing
-    dma_model: str
+    transfer_timing: str
 
 
 @dataclass
@@ -204,7 +193,7 @@ class _Scheduler:
             self.runs[index] = CallRun(
                 self.timeline, self.config, plan.job, plan.cost, plan.tile_size,
                 record_slices=self.record_slices, fidelity=self.fidelity,
-                dma_model=self.models[index], then=lambda i=index: self._finished(i))
+                transfer_timing=self.models[index], then=lambda i=index: self._finished(i))
         for entry in held:
             heapq.heappush(self.ready, entry)
 
@@ -230,7 +219,7 @@ class _Scheduler:
             cores=self.planned[index].job.cores, ready=ready, start=run.start, end=run.end,
             waited_for=waited, after_call=after,
             cores_held_by=holder if waited == "cores busy" else None,
-            timing=self._timing(index), dma_model=self.models[index])
+            timing=self._timing(index), transfer_timing=self.models[index])
 
     def _timing(self, index: int) -> Timing:
         timing = self.runs[index].timing()
@@ -252,7 +241,7 @@ def run_program(config: ChipConfig, planned: dict[int, PlannedCall], graph: Depe
     """Run the planned calls (by index) on one timeline in the order ``graph`` imposes."""
     check_fidelity(fidelity)
     indices = sorted(planned)
-    models = dict(zip(indices, program_dma_models(config, [planned[i] for i in indices],
+    models = dict(zip(indices, program_transfer_timings(config, [planned[i] for i in indices],
                                                   fidelity)))
     timeline = Timeline(config)
     scheduler = _Scheduler(timeline, config, planned, graph, models, fidelity, record_slices)

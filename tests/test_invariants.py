@@ -1,0 +1,214 @@
+"""Monotone on any valid chip (hypothesis): what a faster or larger chip must never do.
+
+More cores, more or faster DMA engines or transfer controllers, faster DDR, shared SRAM
+or L2 ports never make a call slower by more than 1%; more setup cycles or one more
+element never make it faster by more than 1%. Each example draws a valid chip (per-core
+engines or a shared controller pool, each property run for both), a shared-storage call
+at one of several lengths up to past 2^20 elements, and one change; it times the call
+before and after (timing only: numerics do not change cycles).
+"""
+import copy
+import os
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dspsim
+from dspsim.placement import c_arguments, place_operands
+from dspsim.sim.chip.load import config_from_dict, packaged_chips
+
+RAW = {}
+for _name, _path in sorted(packaged_chips().items()):
+    with open(_path, encoding="utf-8") as _handle:
+        _raw = yaml.safe_load(_handle)
+    if "shared_sram" in _raw["memory"]:  # the chips of DDR, shared SRAM and L2 (MT7016's
+        RAW[_name] = _raw               # clusters and L3: tests/test_third_chip.py)
+
+#: slower by at most this factor (faster, for the reverse properties, by at most its inverse)
+STEP = 1.01
+#: lengths: a single short tile, the short-tile "staggered" regime, past 2^20
+LENGTHS = (1000, 30_000, 300_001, (1 << 20) + 4099)
+OPERATORS = ("fp_relu_grad_s", "fp_l_relu_s", "fp_smoothl1lossgrad_s", "fp_gelu_grad_s")
+#: examples per property and DMA description; DSPSIM_INVARIANT_EXAMPLES=200 with
+#: ``--hypothesis-profile=explore`` hunts further
+INVARIANT = settings(max_examples=int(os.environ.get("DSPSIM_INVARIANT_EXAMPLES", 12)),
+                     deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+RATES = st.floats(min_value=0.5, max_value=100.0, allow_nan=False)
+
+
+@st.composite
+def chips(draw, pool: bool):
+    """A packaged chip description with its numbers redrawn; ``pool``: a shared pool of
+    transfer controllers, else engines of each core's own."""
+    raw = copy.deepcopy(RAW[draw(st.sampled_from(sorted(RAW)))])
+    raw["cores"] = draw(st.integers(min_value=1, max_value=8))
+    raw["vector"]["lane_width_bits"] = draw(st.sampled_from([64, 128, 256, 512]))
+    memory = raw["memory"]
+    memory["ddr"]["peak_bandwidth_gbps"] = draw(RATES)
+    memory["ddr"]["efficiency"] = draw(st.floats(min_value=0.3, max_value=1.0))
+    memory["shared_sram"]["bandwidth_gbps"] = draw(RATES)
+    size = draw(st.sampled_from([64, 128, 256, 512]))
+    memory["l2"]["size_kib"] = size
+    memory["l2"]["reserve_kib"] = draw(st.integers(min_value=0, max_value=size // 2))
+    memory["l2"]["load_store_bytes_per_cycle"] = draw(st.sampled_from([4, 16, 64]))
+    dma = raw["dma"]
+    for key in ("model", "cores_per_pool", "engines_per_core", "engine_bandwidth_gbps",
+                "controllers"):
+        dma.pop(key, None)  # the model follows from the engines drawn below
+    if pool:
+        dma["controllers"] = [
+            {"name": f"tc{i}", "count": draw(st.integers(min_value=1, max_value=5)),
+             "bandwidth_gbps": draw(RATES)}
+            for i in range(draw(st.integers(min_value=1, max_value=3)))]
+    else:
+        dma["engines_per_core"] = draw(st.integers(min_value=1, max_value=4))
+        dma["engine_bandwidth_gbps"] = draw(RATES)
+    dma["setup_cycles"] = draw(st.integers(min_value=0, max_value=600))
+    dma["burst_bytes"] = draw(st.sampled_from([64, 128, 256, 1024]))
+    return raw
+
+
+@st.composite
+def calls(draw, pool: bool):
+    """(chip description, C name, length, number of cores, region)."""
+    raw = draw(chips(pool))
+    name = draw(st.sampled_from(OPERATORS))
+    length = draw(st.sampled_from(LENGTHS))
+    cores = draw(st.integers(min_value=1, max_value=raw["cores"]))
+    operands = 4
+    sram = raw["memory"]["shared_sram"]["size_kib"] * 1024
+    fits = operands * (length * 4 + 4096) <= sram
+    region = draw(st.sampled_from(["ddr", "shared_sram"])) if fits else "ddr"
+    return raw, name, length, cores, region
+
+
+def cycles(raw, name, length, cores, region) -> int:
+    """Cycles of a timing-only call on the lowest ``cores`` cores of chip ``raw``."""
+    chip = dspsim.Chip(config_from_dict(raw, "<random chip>"))
+    cname = chip.resolve(name)
+    addresses = place_operands(chip.config, cname, length, region)
+    for operand in cname.operator.inputs:
+        chip.zero(addresses[operand], length, cname.dtype.numpy)
+    args = c_arguments(cname.operator, addresses, length)
+    return chip.call(name, *args, core_mask=(1 << cores) - 1, numerics=False).cycles
+
+
+def never_slower(before, after, what):
+    assert after <= STEP * before, f"{what}: {before} -> {after} cycles ({after / before - 1:+.2%})"
+
+
+def never_faster(before, after, what):
+    assert after >= before / STEP, f"{what}: {before} -> {after} cycles ({after / before - 1:+.2%})"
+
+
+def changed(raw, change):
+    raw = copy.deepcopy(raw)
+    change(raw)
+    return raw
+
+
+POOLS = pytest.mark.parametrize("pool", [False, True], ids=["per-core engines", "shared pool"])
+
+
+@POOLS
+@INVARIANT
+@given(data=st.data())
+def test_one_more_core_is_never_slower(pool, data):
+    raw, name, length, cores, region = data.draw(calls(pool))
+    if cores == raw["cores"]:
+        cores -= 1
+    if cores == 0:
+        return
+    never_slower(cycles(raw, name, length, cores, region),
+                 cycles(raw, name, length, cores + 1, region), f"{cores} -> {cores + 1} cores")
+
+
+def _more_engines(raw):
+    dma = raw["dma"]
+    if "controllers" in dma:
+        dma["controllers"][-1]["count"] += 1
+    else:
+        dma["engines_per_core"] += 1
+
+
+@POOLS
+@INVARIANT
+@given(data=st.data())
+def test_one_more_engine_or_controller_is_never_slower(pool, data):
+    raw, name, length, cores, region = data.draw(calls(pool))
+    never_slower(cycles(raw, name, length, cores, region),
+                 cycles(changed(raw, _more_engines), name, length, cores, region),
+                 "one more engine")
+
+
+@POOLS
+@INVARIANT
+@given(data=st.data(), factor=st.floats(min_value=1.1, max_value=4.0))
+def test_faster_engines_or_controllers_are_never_slower(pool, data, factor):
+    raw, name, length, cores, region = data.draw(calls(pool))
+    group = data.draw(st.integers(min_value=0, max_value=2))
+
+    def faster(chip):
+        dma = chip["dma"]
+        if "controllers" in dma:
+            dma["controllers"][group % len(dma["controllers"])]["bandwidth_gbps"] *= factor
+        else:
+            dma["engine_bandwidth_gbps"] *= factor
+    never_slower(cycles(raw, name, length, cores, region),
+                 cycles(changed(raw, faster), name, length, cores, region),
+                 f"engines x{factor:.2f}")
+
+
+@POOLS
+@INVARIANT
+@given(data=st.data(), factor=st.floats(min_value=1.1, max_value=4.0),
+       link=st.sampled_from(["ddr", "shared_sram", "l2"]))
+def test_faster_ddr_sram_or_l2_ports_are_never_slower(pool, data, factor, link):
+    raw, name, length, cores, region = data.draw(calls(pool))
+
+    def faster(chip):
+        memory = chip["memory"]
+        if link == "ddr":
+            memory["ddr"]["peak_bandwidth_gbps"] *= factor
+        elif link == "shared_sram":
+            memory["shared_sram"]["bandwidth_gbps"] *= factor
+        else:
+            memory["l2"]["load_store_bytes_per_cycle"] *= factor
+    never_slower(cycles(raw, name, length, cores, region),
+                 cycles(changed(raw, faster), name, length, cores, region),
+                 f"{link} x{factor:.2f}")
+
+
+#: The tile search walks tile counts by doubling and halving from an estimate: on
+#: FT78NE redrawn with 2 engines of 9 GB/s per core, 1 KiB bursts and a 64 KiB L2,
+#: relu_grad over 30,000 elements on one core takes 119,382 cycles with 71 setup cycles
+#: (22 tiles; 11 and 44 simulated) but 118,013 with 130 (12 tiles, never simulated at 71).
+SEARCH_MISSES_A_TILE_COUNT = pytest.mark.xfail(
+    strict=True, reason="the tile search can miss the best count; more setup cycles then "
+                        "point it there (-1.15% on a per-core-engine chip)")
+
+
+@pytest.mark.parametrize("pool", [pytest.param(False, marks=SEARCH_MISSES_A_TILE_COUNT),
+                                  True], ids=["per-core engines", "shared pool"])
+@INVARIANT
+@given(data=st.data(), extra=st.integers(min_value=1, max_value=400))
+def test_more_setup_cycles_are_never_faster(pool, data, extra):
+    raw, name, length, cores, region = data.draw(calls(pool))
+
+    def slower(chip):
+        chip["dma"]["setup_cycles"] += extra
+    never_faster(cycles(raw, name, length, cores, region),
+                 cycles(changed(raw, slower), name, length, cores, region),
+                 f"setup +{extra}")
+
+
+@POOLS
+@INVARIANT
+@given(data=st.data())
+def test_one_more_element_is_never_faster(pool, data):
+    raw, name, length, cores, region = data.draw(calls(pool))
+    never_faster(cycles(raw, name, length, cores, region),
+                 cycles(raw, name, length + 1, cores, region), "one more element")
