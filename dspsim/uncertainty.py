@@ -213,4 +213,4 @@ def program_band(loaded, result, *, fidelity: str = "fast", source: str = "chip"
 
     mixes = [dict(c.bound.cname.operator.mix) for c in program.calls]
     return uncertainty_band(loaded.chip.description_yaml, source, timer, result.cycles,
-                            [c.dma_model for c in result.calls], fidelity, mixes)
+                            [c.transfer_timing for c in result.calls], fidelity, mixes)

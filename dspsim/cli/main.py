@@ -170,7 +170,7 @@ def run_band(chip: Chip, args, result, addresses: dict[str, int], params: dict):
     call_args = c_arguments(cname.operator, addresses, args.length, params)
     kwargs = {"core_mask": args.core_mask} if cname.storage == "shared" else {}
     bound = chip.bind(args.op, tuple(call_args), kwargs, core=args.core, require_written=False)
-    return call_band(chip, bound, result.cycles, result.metadata["dma_model"],
+    return call_band(chip, bound, result.cycles, result.metadata["transfer_timing"],
                      fidelity=args.fidelity, tile_bytes=args.tile_bytes,
                      source=chip.config.source)
 

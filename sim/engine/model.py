@@ -194,7 +194,8 @@ class SliceLog:
                     if tile is not None and activity.group is not None:
                         tile += repeat * advances[id(activity.group)]
                     yield activity._replace(tile=tile, start=activity.start + offset,
-                                            end=activity.end + offset)
+                                            end=activity.end + offset,
+                                            granted=activity.granted + offset)
         yield from activities[position:]
 
     def slices(self, origin: float = 0.0) -> list[Slice]:
