@@ -186,9 +186,13 @@ def test_faster_ddr_sram_or_l2_ports_are_never_slower(pool, data, factor, link):
 #: FT78NE redrawn with 2 engines of 9 GB/s per core, 1 KiB bursts and a 64 KiB L2,
 #: relu_grad over 30,000 elements on one core takes 119,382 cycles with 71 setup cycles
 #: (22 tiles; 11 and 44 simulated) but 118,013 with 130 (12 tiles, never simulated at 71).
+# Known violation, not yet fixed in the mechanism: the tile search walks by doubling and
+# halving and can miss the best count, which more setup cycles can then point it to
+# (-1.15% on one drawn per-core-engine chip). Whether the drawn examples hit such a chip
+# depends on the examples, so the mark is not strict.
 SEARCH_MISSES_A_TILE_COUNT = pytest.mark.xfail(
-    strict=True, reason="the tile search can miss the best count; more setup cycles then "
-                        "point it there (-1.15% on a per-core-engine chip)")
+    strict=False, reason="the tile search can miss the best count; more setup cycles then "
+                         "point it there (-1.15% on a per-core-engine chip)")
 
 
 @pytest.mark.parametrize("pool", [pytest.param(False, marks=SEARCH_MISSES_A_TILE_COUNT),
