@@ -13,7 +13,14 @@ the same buffer, so the second reads what the first wrote; views that overlap on
 part are refused, as are outputs whose elements share memory); arrays that no earlier
 call writes are copied in when the program runs, and every output is copied back once
 it has run. A program that fails (a race, a
-wait that can never end, operands that do not fit) runs nothing and changes no tensor.
+wait that can never end, operands that do not fit) runs nothing and changes no tensor;
+every stream whose kernels it held reports the failure when it is next synchronised.
+
+Threads may share a chip, each with its own streams: enqueueing is guarded by the chip's
+runtime lock and a synchronisation runs while holding the chip's lock, so a thread that
+synchronises waits for any run already holding its kernels. The work enqueued since the
+last synchronisation lives on the chip object, so a chip and its tensors are freed with it;
+:func:`aclrtDestroyStream` and :func:`aclrtResetDevice` end a stream's or a chip's work.
 """
 from __future__ import annotations
 
@@ -57,7 +64,7 @@ class _Pending:
     def __init__(self, chip: Chip) -> None:
         self.chip = chip
         self.program = Program(chip)
-        self.streams: dict[int, Any] = {}  # id(Stream) -> its program stream
+        self.streams: dict["Stream", Any] = {}  # Stream -> its program stream
         # tensor_key(array) -> (array, address)
         self.buffers: dict[tuple, tuple[np.ndarray, int]] = {}
         self.written: set[tuple] = set()  # tensors a call writes
@@ -68,9 +75,9 @@ class _Pending:
         self.calls: list[tuple["Stream", int, Callable | None]] = []
 
     def program_stream(self, stream: "Stream"):
-        if id(stream) not in self.streams:
-            self.streams[id(stream)] = self.program.stream(f"stream{len(self.streams)}")
-        return self.streams[id(stream)]
+        if stream not in self.streams:
+            self.streams[stream] = self.program.stream(f"stream{len(self.streams)}")
+        return self.streams[stream]
 
     def _taken(self) -> list[tuple[int, int]]:
         return [(address, address + array.nbytes) for array, address in self.buffers.values()]
@@ -109,16 +116,35 @@ class _Pending:
         return chosen
 
 
-_pending: dict[int, _Pending] = {}
-_pending_lock = threading.Lock()
+class _Runtime:
+    """A chip's runtime state: the work enqueued since its last synchronisation.
+
+    It lives on the chip (not in a module-level table), so that a chip nobody holds any
+    more is freed with its pending work and tensors.
+    """
+
+    def __init__(self, chip: Chip) -> None:
+        # guarded by the chip's lock, which enqueueing and running both hold: one lock, so
+        # that no order of taking two can deadlock
+        self.lock = chip._lock
+        self.pending = _Pending(chip)
+
+    def take(self) -> _Pending:
+        """The pending work, replaced by an empty one (the caller runs or drops it)."""
+        with self.lock:
+            pending, self.pending = self.pending, _Pending(self.pending.chip)
+            return pending
 
 
-def _pending_for(chip: Chip) -> _Pending:
-    with _pending_lock:
-        pending = _pending.get(id(chip))
-        if pending is None or pending.chip is not chip:
-            pending = _pending[id(chip)] = _Pending(chip)
-        return pending
+_runtime_creation = threading.Lock()
+
+
+def _runtime(chip: Chip) -> _Runtime:
+    runtime = chip.__dict__.get("_acl_runtime")
+    if runtime is None:
+        with _runtime_creation:
+            runtime = chip.__dict__.setdefault("_acl_runtime", _Runtime(chip))
+    return runtime
 
 
 class Stream:
@@ -142,6 +168,9 @@ class Stream:
         self.core_mask = core_mask
         self.results: list[RunResult] = []
         self.program_result: ProgramResult | None = None
+        self.destroyed = False
+        #: why work of this stream that another stream's synchronisation ran failed
+        self.failure: str | None = None
 
     def __repr__(self) -> str:
         mask = "all cores" if self.core_mask is None else f"core_mask={self.core_mask:#x}"
@@ -159,7 +188,9 @@ class Stream:
         ``on_result`` receives the kernel's RunResult once it has run. Raises a
         DspSimError, with nothing enqueued, if the call is invalid.
         """
-        pending = _pending_for(self.chip)
+        if self.destroyed:
+            raise ArgumentError(f"{cname.name}: the stream was destroyed "
+                                f"(aclrtDestroyStream); create a new Stream(chip)")
         op = cname.operator
         tensors = dict(zip(op.inputs, inputs))
         if not in_place:
@@ -168,6 +199,14 @@ class Stream:
             raise ArgumentError(f"{cname.name}: the output tensor's elements share memory (a "
                                 f"broadcast or as_strided view); pass an array whose elements "
                                 f"are distinct, e.g. np.empty(shape, dtype)")
+        runtime = _runtime(self.chip)
+        with runtime.lock:
+            self._enqueue(runtime.pending, cname, tensors, inputs, output, params, in_place,
+                          on_result)
+
+    def _enqueue(self, pending: _Pending, cname, tensors, inputs, output, params, in_place,
+                 on_result) -> None:
+        op = cname.operator
         known = dict(pending.buffers)
         try:
             addresses = pending.addresses(cname, tensors)
@@ -191,14 +230,16 @@ class Event:
     """An ACL event: recorded on one stream, waited for on others (``aclrtCreateEvent``)."""
 
     def __init__(self) -> None:
-        self._program_events: dict[int, Any] = {}  # id(Program) -> its event
+        # the program of the work it was last recorded or waited in, and its event there:
+        # only the latest, so that an event kept for long holds no finished program
+        self._program_event: tuple[Program, Any] | None = None
         self.recorded_on: Chip | None = None  # the chip of its latest record
         self.completed = False  # recorded in work that has run: waiting on it holds nothing
 
     def _in(self, program: Program):
-        if id(program) not in self._program_events:
-            self._program_events[id(program)] = (program, program.event())
-        return self._program_events[id(program)][1]
+        if self._program_event is None or self._program_event[0] is not program:
+            self._program_event = (program, program.event())
+        return self._program_event[1]
 
 
 def aclrtCreateEvent() -> tuple[int, Event]:
@@ -212,6 +253,9 @@ def _check_stream(stream: Any, api: str) -> int | None:
     if not isinstance(stream, Stream):
         return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: stream is a {type(stream).__name__}; "
                     f"create a Stream(chip)")
+    if stream.destroyed:
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: the stream was destroyed "
+                    f"(aclrtDestroyStream); create a new Stream(chip)")
     return None
 
 
@@ -230,18 +274,20 @@ def aclrtRecordEvent(event: Event, stream: Stream) -> int:
     bad = _check_event(event, "aclrtRecordEvent") or _check_stream(stream, "aclrtRecordEvent")
     if bad:
         return bad
-    pending = _pending_for(stream.chip)
-    if event in pending.recorded:
-        return fail(ACLNN_ERR_PARAM_INVALID, "aclrtRecordEvent: this event is already recorded "
-                    "in the work enqueued since the last synchronisation; create another with "
-                    "aclrtCreateEvent(), or synchronise first")
-    try:
-        pending.program_stream(stream).record(event._in(pending.program))
-    except DspSimError as exc:
-        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtRecordEvent: {exc}")
-    event.recorded_on = stream.chip
-    event.completed = False
-    pending.recorded.append(event)
+    runtime = _runtime(stream.chip)
+    with runtime.lock:
+        pending = runtime.pending
+        if event in pending.recorded:
+            return fail(ACLNN_ERR_PARAM_INVALID, "aclrtRecordEvent: this event is already "
+                        "recorded in the work enqueued since the last synchronisation; create "
+                        "another with aclrtCreateEvent(), or synchronise first")
+        try:
+            pending.program_stream(stream).record(event._in(pending.program))
+        except DspSimError as exc:
+            return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtRecordEvent: {exc}")
+        event.recorded_on = stream.chip
+        event.completed = False
+        pending.recorded.append(event)
     return ACL_SUCCESS
 
 
@@ -251,15 +297,18 @@ def aclrtStreamWaitEvent(stream: Stream, event: Event) -> int:
            or _check_event(event, "aclrtStreamWaitEvent"))
     if bad:
         return bad
-    pending = _pending_for(stream.chip)
-    if event.completed and event not in pending.recorded:
-        return ACL_SUCCESS  # it completed when earlier work ran
-    if event.recorded_on is not None and event.recorded_on is not stream.chip:
-        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtStreamWaitEvent: the event is recorded on "
-                    f"a stream of another Chip object ({event.recorded_on.name}) than this "
-                    f"stream's ({stream.chip.name}); streams that share events must share one "
-                    f"Chip: create them with the same Chip, or synchronise the other first")
-    pending.program_stream(stream).wait(event._in(pending.program))
+    runtime = _runtime(stream.chip)
+    with runtime.lock:
+        pending = runtime.pending
+        if event.completed and event not in pending.recorded:
+            return ACL_SUCCESS  # it completed when earlier work ran
+        if event.recorded_on is not None and event.recorded_on is not stream.chip:
+            return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtStreamWaitEvent: the event is recorded "
+                        f"on a stream of another Chip object ({event.recorded_on.name}) than "
+                        f"this stream's ({stream.chip.name}); streams that share events must "
+                        f"share one Chip: create them with the same Chip, or synchronise the "
+                        f"other first")
+        pending.program_stream(stream).wait(event._in(pending.program))
     return ACL_SUCCESS
 
 
@@ -269,15 +318,25 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
     Outputs are copied into their tensors and each stream's ``results`` grows by its
     kernels' RunResults. On failure (a race, a wait on an event never recorded, a cycle
     of waits) nothing runs, no tensor changes, the enqueued work is dropped, and the
-    status says why (:func:`aclGetRecentErrMsg`).
+    status says why (:func:`aclGetRecentErrMsg`); the other streams whose kernels were in
+    that work report it at their next synchronisation. A thread synchronising while
+    another thread's synchronisation runs its kernels waits for that run to end.
     """
     bad = _check_stream(stream, "aclrtSynchronizeStream")
     if bad:
         return bad
+    with stream.chip._lock:  # one run at a time on the chip's memory
+        status = _run_pending(stream)
+    if status == ACL_SUCCESS and stream.failure is not None:
+        message, stream.failure = stream.failure, None
+        return fail(ACLNN_ERR_PARAM_INVALID, message)
+    return status
+
+
+def _run_pending(stream: Stream) -> int:
     chip = stream.chip
-    with _pending_lock:
-        pending = _pending.pop(id(chip), None)
-    if pending is None or pending.chip is not chip or not pending.calls:
+    pending = _runtime(chip).take()
+    if not pending.calls:
         return ACL_SUCCESS
     sources = [(array, address) for key, (array, address) in pending.buffers.items()
                if key in pending.host]
@@ -291,6 +350,10 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
     try:
         result = pending.program.run(numerics=True, initial=Initial(spans, copy_in))
     except DspSimError as exc:
+        for owner, _, _ in pending.calls:
+            if owner is not stream:
+                owner.failure = (f"aclrtSynchronizeStream: this stream's kernels did not run: "
+                                 f"{exc}")
         return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtSynchronizeStream: {exc}")
     for key, arrays in pending.outputs.items():
         address = pending.buffers[key][1]
@@ -305,4 +368,27 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
         owner.program_result = result
         if on_result is not None:
             on_result(records[index].result)
+    return ACL_SUCCESS
+
+
+def aclrtDestroyStream(stream: Stream) -> int:
+    """Destroy ``stream``: the work enqueued on its chip runs first (as
+    :func:`aclrtSynchronizeStream`), then the stream refuses further use."""
+    status = aclrtSynchronizeStream(stream)
+    if not isinstance(stream, Stream) or stream.destroyed:
+        return status
+    stream.destroyed = True
+    return status
+
+
+def aclrtResetDevice(chip: Chip) -> int:
+    """Drop every kernel, record and wait enqueued on ``chip`` and not yet run: no tensor
+    changes, and the chip's streams start afresh (the runtime's device reset)."""
+    if not isinstance(chip, Chip):
+        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtResetDevice: {chip!r} is not a Chip; pass "
+                    f"the chip of the streams, e.g. stream.chip")
+    with chip._lock:
+        dropped = _runtime(chip).take()
+    for event in dropped.recorded:
+        event.recorded_on, event.completed = None, False
     return ACL_SUCCESS

@@ -19,6 +19,7 @@ by call in dependency order, through simulated memory.
 from __future__ import annotations
 
 import itertools
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -116,30 +117,34 @@ class Stream:
         The inputs need not hold data yet: an earlier call may produce them.
         """
         program = self.program
-        program._check_open()
         bound = program.chip.bind(name, args, kwargs, core=core, require_written=False)
-        call = EnqueuedCall(len(program.calls), self, bound)
-        program.calls.append(call)
-        self.items.append(call)
+        with program._lock:  # threads may enqueue on one program: one index per call
+            program._check_open()
+            call = EnqueuedCall(len(program.calls), self, bound)
+            program.calls.append(call)
+            self.items.append(call)
         return call
 
     def record(self, event: Event | None = None) -> Event:
         """Record ``event`` (a new one if None) here: it completes once everything enqueued
         on this stream so far has."""
         program = self.program
-        program._check_open()
-        event = program.event() if event is None else program._own(event)
-        if event.stream is not None:
-            raise ArgumentError(f"event {event.name!r} is already recorded on stream "
-                                f"{event.stream.name!r}; record a new event (prog.event())")
-        event.stream = self
-        self.items.append(RecordItem(event.name))
+        with program._lock:
+            program._check_open()
+            event = program.event() if event is None else program._own(event)
+            if event.stream is not None:
+                raise ArgumentError(f"event {event.name!r} is already recorded on stream "
+                                    f"{event.stream.name!r}; record a new event "
+                                    f"(prog.event())")
+            event.stream = self
+            self.items.append(RecordItem(event.name))
         return event
 
     def wait(self, event: Event) -> None:
         """Hold everything enqueued on this stream from now on until ``event`` completes."""
-        self.program._check_open()
-        self.items.append(WaitItem(self.program._own(event).name))
+        with self.program._lock:
+            self.program._check_open()
+            self.items.append(WaitItem(self.program._own(event).name))
 
 
 class Program:
@@ -156,6 +161,8 @@ class Program:
         self.events: dict[str, Event] = {}
         self._names = itertools.count()
         self._ran = False
+        # threads may share a program: enqueueing and running hold this lock
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return (f"Program({self.chip.name}, {len(self.streams)} streams, "
@@ -174,22 +181,24 @@ class Program:
 
     def stream(self, name: str | None = None) -> Stream:
         """A new stream (named ``s0``, ``s1``, ... unless ``name`` is given)."""
-        self._check_open()
-        name = f"s{len(self.streams)}" if name is None else str(name)
-        if any(s.name == name for s in self.streams):
-            raise ArgumentError(f"stream name {name!r} is taken; choose another")
-        stream = Stream(self, name)
-        self.streams.append(stream)
+        with self._lock:
+            self._check_open()
+            name = f"s{len(self.streams)}" if name is None else str(name)
+            if any(s.name == name for s in self.streams):
+                raise ArgumentError(f"stream name {name!r} is taken; choose another")
+            stream = Stream(self, name)
+            self.streams.append(stream)
         return stream
 
     def event(self, name: str | None = None) -> Event:
         """A new event, not yet recorded (``stream.record(event)`` records it)."""
-        if name is None:
-            name = next(n for n in (f"e{k}" for k in self._names) if n not in self.events)
-        name = str(name)
-        if name in self.events:
-            raise ArgumentError(f"event name {name!r} is taken; choose another")
-        event = self.events[name] = Event(self, name)
+        with self._lock:
+            if name is None:
+                name = next(n for n in (f"e{k}" for k in self._names) if n not in self.events)
+            name = str(name)
+            if name in self.events:
+                raise ArgumentError(f"event name {name!r} is taken; choose another")
+            event = self.events[name] = Event(self, name)
         return event
 
     # ------------------------------------------------------------------ running
@@ -205,8 +214,13 @@ class Program:
         ``write()`` stores once every check has passed, before the numerics (a program
         file's initialised buffers); with ``numerics=False`` it is not written.
         """
+        with self._lock, self.chip._lock:  # one run at a time on the chip's memory
+            return self._run(numerics, fidelity, races, initial)
+
+    def _run(self, numerics, fidelity, races, initial) -> "ProgramResult":
         from dspsim.programs.result import build_result
 
+        self._check_open()
         if not isinstance(numerics, bool):
             raise ArgumentError(f"numerics={numerics!r} must be True or False (timing only)")
         check_fidelity(fidelity)
