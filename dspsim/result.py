@@ -5,7 +5,6 @@ import dataclasses
 import json
 import math
 import os
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +14,8 @@ from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import ENGINES, Timing
 from dspsim.traces.formats import (TraceModel, chrome_from_model, encode_trace, model_from_timing,
                               write_trace)
-from dspsim.atomic import writer_alive
+from dspsim.atomic import check_target
+from dspsim.saved import check_folder, write_folder  # noqa: F401 - the save's own module
 
 #: the files a saved run holds (see RunResult.save)
 SAVED_FILES = {"result": "result.json", "trace": "trace.pftrace", "chip": "chip.yaml"}
@@ -151,6 +151,7 @@ class RunResult(TimedInCycles):
         """Write the trace to ``path`` atomically; returns the path. A name ending in
         ``.json`` gets Chrome JSON, any other (``.pftrace``) Perfetto's protobuf, unless
         ``fmt`` (``"protobuf"`` or ``"json"``) says."""
+        check_target(path)  # before building the trace: a bad path fails fast
         return write_trace(self.trace_model(), path, fmt)
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,16 +178,23 @@ class RunResult(TimedInCycles):
         values["cores"] = tuple(values.get("cores", ()))
         return cls(**values)
 
-    def save(self, folder, *, chip_yaml: str, extra: dict[str, Any] | None = None) -> dict:
+    def save(self, folder, *, chip_yaml: str, extra: dict[str, Any] | None = None,
+             force: bool = False) -> dict:
         """Keep this run so that it can be reproduced and compared: ``result.json`` (this
         result's :meth:`to_dict`, with ``extra`` such as the command and the numeric
         check), ``trace.pftrace`` (Perfetto's protobuf) and ``chip.yaml``, the exact chip
         description it ran on.
 
-        ``folder`` is created, or may be empty or hold an earlier save (whose files are
-        replaced). All three files are written before any is moved into place, so a failure
-        leaves the folder as it was. Returns the paths written, by kind.
+        ``folder`` is created, or may be empty or hold this same run; a folder holding
+        another saved run is replaced only with ``force``. The files are written into a
+        staging folder that is swapped in whole (:mod:`dspsim.saved`), so a failure or a
+        kill leaves the folder as it was. Returns the paths written, by kind.
         """
+        check_folder(folder, tuple(SAVED_FILES.values()) + FORMER_FILES)
+        if not isinstance(chip_yaml, str):
+            raise ArgumentError(f"chip_yaml must be the chip file's text (a str), got "
+                                f"{type(chip_yaml).__name__}; pass chip.description_yaml of a chip "
+                                f"loaded from a name or a file")
         document = {"result": self.to_dict(), **(extra or {}),
                     "files": dict(SAVED_FILES)}
         contents = {
@@ -194,8 +202,9 @@ class RunResult(TimedInCycles):
             "trace": encode_trace(self.trace_model(), "protobuf"),
             "chip": chip_yaml.encode("utf-8"),
         }
-        written = write_folder(os.fspath(folder),
-                               {SAVED_FILES[k]: v for k, v in contents.items()})
+        written = write_folder(folder, {SAVED_FILES[k]: v for k, v in contents.items()},
+                               force=force, former=FORMER_FILES,
+                               same=lambda path: _same_run(path, document, contents["chip"]))
         return {kind: written[name] for kind, name in SAVED_FILES.items()}
 
     def to_row(self) -> dict[str, Any]:
@@ -241,81 +250,20 @@ def make_result(*, timing: Timing, metadata: dict[str, Any], ddr_peak_gbps: floa
         timing=timing if keep_timing else None, metadata=metadata)
 
 
-def write_folder(folder: str, files: dict[str, bytes]) -> dict[str, str]:
-    """Write ``files`` (name -> bytes) into ``folder`` all or nothing.
-
-    They are written and synced in a fresh sibling folder first; a new ``folder`` is that
-    folder renamed, an existing one (empty, or holding only these names) gets each file
-    renamed into it.
-    """
-    folder = os.path.abspath(folder)
-    check_folder(folder, tuple(files) + FORMER_FILES)
-    parent = os.path.dirname(folder)
-    prefix = f".{os.path.basename(folder)[:100]}.saving-"
-    staging = os.path.join(parent, f"{prefix}{os.getpid()}-{secrets.token_hex(4)}")
+def _same_run(folder: str, document: dict, chip: bytes) -> bool:
+    """Whether ``folder`` holds a save of this same run: the same result, seed and operands
+    on the same chip text (how it was asked for, such as the command line, may differ)."""
     try:
-        os.makedirs(parent, exist_ok=True)
-        _remove_abandoned_staging(parent, prefix)
-        os.mkdir(staging)
-        for name, data in files.items():
-            with open(os.path.join(staging, name), "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-        if os.path.isdir(folder):
-            for name in files:
-                os.replace(os.path.join(staging, name), os.path.join(folder, name))
-            os.rmdir(staging)
-            for name in FORMER_FILES:  # an earlier save's trace, in its former format
-                if name not in files and os.path.isfile(os.path.join(folder, name)):
-                    os.unlink(os.path.join(folder, name))
-        else:
-            os.rename(staging, folder)
-    except OSError as exc:
-        _remove_tree(staging)
-        raise ArgumentError(f"cannot save to {folder}: {exc.strerror or exc}") from None
-    except BaseException:
-        _remove_tree(staging)
-        raise
-    return {name: os.path.join(folder, name) for name in files}
-
-
-def check_folder(folder: str, names=tuple(SAVED_FILES.values()) + FORMER_FILES) -> None:
-    """An ArgumentError unless ``folder`` is new, empty, or holds only files of ``names``."""
-    if not os.path.lexists(folder):
-        return
-    if not os.path.isdir(folder) or os.path.islink(folder):
-        raise ArgumentError(f"cannot save to {folder}: it exists and is not a folder")
-    try:
-        others = sorted(set(os.listdir(folder)) - set(names))
-    except OSError as exc:
-        raise ArgumentError(f"cannot save to {folder}: {exc.strerror}") from None
-    if others:
-        raise ArgumentError(f"cannot save to {folder}: it holds other files ({others[0]}"
-                            f"{', ...' if len(others) > 1 else ''}); choose a new or empty "
-                            f"folder")
-
-
-def _remove_abandoned_staging(parent: str, prefix: str) -> None:
-    """Remove the staging folders of earlier saves whose process was killed mid-save."""
-    for name in os.listdir(parent):
-        if not name.startswith(prefix):
-            continue
-        pid = name[len(prefix):].partition("-")[0]
-        if pid.isdigit() and not writer_alive(int(pid)):
-            _remove_tree(os.path.join(parent, name))
-
-
-def _remove_tree(path: str) -> None:
-    """Remove a staging folder of regular files, if it is still there."""
-    if not os.path.isdir(path) or os.path.islink(path):
-        return
-    for name in os.listdir(path):
-        try:
-            os.unlink(os.path.join(path, name))
-        except OSError:
-            pass
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
+        with open(os.path.join(folder, SAVED_FILES["chip"]), "rb") as handle:
+            if handle.read(len(chip) + 1) != chip:
+                return False
+        with open(os.path.join(folder, SAVED_FILES["result"]), encoding="utf-8") as handle:
+            earlier = json.load(handle)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return False
+    if not isinstance(earlier, dict):
+        return False
+    now = json.loads(json.dumps(to_jsonable(document)))
+    return all(earlier.get(k) == now.get(k) for k in ("result", "seed", "operands", "numerics"))

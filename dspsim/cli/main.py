@@ -25,7 +25,8 @@ from dspsim.cli.args import param_dict, parse_int, parse_length, parse_param, pa
 from dspsim.cli.output import Output
 from dspsim.cli.report import render
 from dspsim.cli.listings import add_chips, add_ops
-from dspsim.result import check_folder, to_jsonable
+from dspsim.atomic import command_inputs
+from dspsim.result import FORMER_FILES, SAVED_FILES, check_folder, to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.traces.formats import check_target
@@ -88,6 +89,8 @@ def add_run(sub) -> None:
     p.add_argument("--save", default=None, metavar="DIR",
                    help="keep the run in DIR: result.json, trace.pftrace and chip.yaml (the exact "
                    "chip description used), to reproduce or compare it later")
+    p.add_argument("--force", action="store_true",
+                   help="with --save, replace a folder that holds another saved run")
     p.add_argument("--json", action="store_true",
                    help="print the result as JSON (RunResult.to_dict() and the numeric check)")
     p.set_defaults(output_handler=cmd_run)
@@ -108,10 +111,13 @@ def run_document(run, args, trace_path: str | None) -> dict:
 
 
 def cmd_run(args, out: Output) -> int:
-    if args.trace is not None and not args.no_trace:
+    if args.trace is not None and args.no_trace:
+        raise ArgumentError(f"--trace {args.trace} and --no-trace contradict each other; give "
+                            f"one of them")
+    if args.trace is not None:
         check_target(args.trace)  # refused before simulating, not after
     if args.save is not None:
-        check_folder(os.path.abspath(args.save))
+        check_folder(args.save, tuple(SAVED_FILES.values()) + FORMER_FILES)
     try:
         params = param_dict(args.param)
     except argparse.ArgumentTypeError as exc:
@@ -125,18 +131,37 @@ def cmd_run(args, out: Output) -> int:
     trace_path = None
     if not args.no_trace:
         trace_path = args.trace if args.trace is not None else default_trace_path(result)
-        result.write_trace(trace_path)
+        check_target(trace_path)
     document = run_document(run, args, trace_path)
     saved = None
-    if args.save is not None:
+    if args.save is not None:  # first: a refused save leaves no trace behind either
         extra = {k: v for k, v in document.items() if k not in ("result", "trace")}
-        result.save(args.save, chip_yaml=chip.description_yaml, extra=extra)
+        result.save(args.save, chip_yaml=chip.description_yaml, extra=extra,
+                    force=args.force)
         saved = args.save
+    if trace_path is not None:
+        result.write_trace(trace_path)
     if args.json:
         out.json({**document, "saved": saved})
     else:
         render(result, out, check, trace_path, saved)
     return 0 if check is None or check.ok else 1
+
+
+#: argument names whose values are files a command reads: no output may replace them
+INPUT_ARGUMENTS = ("chip", "chips", "measured", "file", "program", "a", "b")
+
+
+def command_input_paths(args) -> list:
+    """The files the parsed command reads (chip files, program files, traces, CSVs)."""
+    paths = []
+    for name in INPUT_ARGUMENTS:
+        value = getattr(args, name, None)
+        for item in value if isinstance(value, list) else [value]:
+            for part in item if isinstance(item, list) else [item]:
+                if isinstance(part, (str, bytes, os.PathLike)):
+                    paths.append(part)
+    return paths
 
 
 # --------------------------------------------------------------------------- the parser
@@ -182,9 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     out = Output()
     try:
-        if getattr(args, "output_handler", None):
-            return args.output_handler(args, out)
-        return args.handler(args, make_console())
+        with command_inputs(command_input_paths(args)):
+            if getattr(args, "output_handler", None):
+                return args.output_handler(args, out)
+            return args.handler(args, make_console())
     except DspSimError as exc:
         out.error(str(exc))
         return 2

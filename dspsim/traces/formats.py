@@ -21,7 +21,7 @@ from typing import Any
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import CALL_TRACK, Timing
-from dspsim.atomic import check_target, read_bytes, write_atomically
+from dspsim.atomic import as_path, check_target, read_bytes, write_atomically
 from dspsim.traces.chrome_json import (chrome_from_model, micro as _micro, model_from_chrome,
                                    parse_json, trace_bytes)
 from dspsim.traces.model import CounterSample, TraceModel, TrackSlice
@@ -121,8 +121,9 @@ def write_trace(trace: TraceModel | dict[str, Any], path: str | os.PathLike,
                 fmt: str | None = None) -> str:
     """Write ``trace`` to ``path`` atomically, in the format its name asks for (see the
     module docstring) unless ``fmt`` says; returns the path."""
-    fmt = fmt or trace_format(path)
     check_target(path)  # before encoding: a bad path fails fast
+    path = as_path(path)
+    fmt = fmt or trace_format(path)
     return write_atomically(encode_trace(trace, fmt), path)
 
 

@@ -1,12 +1,10 @@
 """The Gantt chart of a trace: cores × engines over time, the DDR bandwidth beneath."""
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass
 
-from dspsim.plots import pyplot
-from dspsim.atomic import write_atomically
+from dspsim.plots import pyplot, save_figure
 
 ENGINE_COLORS = {"dma-in": "tab:blue", "vector": "tab:green", "dma-out": "tab:orange",
                  "call": "tab:gray"}
@@ -181,10 +179,10 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
     ddr.grid(True, alpha=0.3)
     if ddr.get_legend_handles_labels()[0]:
         ddr.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8)
-    image = io.BytesIO()
-    fig.savefig(image, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return write_atomically(image.getvalue(), path, what="plot")
+    try:
+        return save_figure(fig, path)
+    finally:
+        plt.close(fig)
 
 
 def _thread_rank(thread: str) -> tuple[int, int, str]:
