@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.errors import AddressError, ArgumentError, DTypeError
+from dspsim.sim.errors import AddressError, ArgumentError, CapacityError, DTypeError
 
 
 def _check_storable(dtype: np.dtype) -> None:
@@ -56,12 +56,33 @@ class IntervalSet:
         return gap_start, gap_end
 
 
+def _no_address_space(size: int, label: str, exc: Exception) -> str:
+    """Why ``size`` bytes of host address space could not be reserved, and the fix."""
+    reason = getattr(exc, "strerror", None) or str(exc)
+    limit = ""
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limit = (f"; this process may use {soft:,} bytes of address space (ulimit -v "
+                     f"{soft // 1024:,} KiB)")
+    except (ImportError, OSError, ValueError):
+        pass
+    return (f"cannot reserve {size:,} bytes of host address space for {label} ({reason})"
+            f"{limit}; raise the limit (ulimit -v unlimited), or give the chip file a "
+            f"smaller memory size (its memory section's size_mib or size_kib): only the "
+            f"pages written use real memory, but the whole region needs address space")
+
+
 class Storage:
     """The bytes of one region: a lazily committed anonymous mapping."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, label: str = "memory") -> None:
         self.size = size
-        self._map = mmap.mmap(-1, size)
+        try:
+            self._map = mmap.mmap(-1, size)
+        except (OSError, OverflowError, ValueError) as exc:
+            raise CapacityError(_no_address_space(size, label, exc)) from None
         self.buffer = np.frombuffer(self._map, dtype=np.uint8)
         self.written = IntervalSet()
 
@@ -94,7 +115,8 @@ class Memory:
 
     def __init__(self, config: ChipConfig) -> None:
         self.config = config
-        self._shared = {r.name: Storage(r.size_bytes) for r in config.shared_regions}
+        self._shared = {r.name: Storage(r.size_bytes, f"{config.name}'s {r.name}")
+                        for r in config.shared_regions}
         self._l2: dict[int, Storage] = {}
 
     # --------------------------------------------------------------- address resolution
@@ -178,7 +200,8 @@ class Memory:
         if span.region != "l2":
             return self._shared[span.region]
         if span.core not in self._l2:
-            self._l2[span.core] = Storage(self.config.l2.size_bytes)
+            self._l2[span.core] = Storage(self.config.l2.size_bytes,
+                                          f"{self.config.name}'s core {span.core} L2")
         return self._l2[span.core]
 
     def view(self, span: Span, dtype: np.dtype) -> np.ndarray:
