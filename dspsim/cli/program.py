@@ -33,6 +33,9 @@ def program_parameters(pairs: list[str]) -> dict:
         name, sep, text = pair.partition("=")
         if not sep or not name.strip():
             raise ArgumentError(f"--param {pair!r} must be NAME=VALUE, e.g. --param n=65536")
+        if name.strip() in values:
+            raise ArgumentError(f"--param {name.strip()} given twice ({values[name.strip()]} "
+                                f"and {text.strip()}); give each parameter once")
         values[name.strip()] = parse_value(text.strip())
     return values
 

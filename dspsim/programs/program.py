@@ -39,6 +39,14 @@ if TYPE_CHECKING:
 #: what :meth:`Program.run` does about races
 RACE_POLICIES = ("error", "warn")
 
+#: how messages tell the user to fix a program built in Python; a program file's loader
+#: replaces them with advice about the file (see :data:`dspsim.programs.file.FILE_ADVICE`)
+PYTHON_ADVICE = {
+    "no calls": "enqueue operators on a stream (prog.stream().fp_relu_grad_s(...)) before "
+                "running it",
+    "unwritten": "write it first (chip.write)",
+}
+
 
 @dataclass(frozen=True)
 class Initial:
@@ -161,6 +169,7 @@ class Program:
         self.events: dict[str, Event] = {}
         self._names = itertools.count()
         self._ran = False
+        self.advice = dict(PYTHON_ADVICE)
         # threads may share a program: enqueueing and running hold this lock
         self._lock = threading.RLock()
 
@@ -228,8 +237,7 @@ class Program:
             raise ArgumentError(f"races={races!r} must be one of "
                                 f"{', '.join(repr(r) for r in RACE_POLICIES)}")
         if not self.calls:
-            raise ArgumentError("the program has no calls; enqueue operators on a stream "
-                                "(prog.stream().fp_relu_grad_s(...)) before running it")
+            raise ArgumentError(f"the program has no calls; {self.advice['no calls']}")
         items = {c.index: CallItem(c.index, c.label, tuple(o.span for o in c.bound.inputs),
                                    (c.bound.output.span,)) for c in self.calls}
         streams = {s.name: [items[i.index] if isinstance(i, EnqueuedCall) else i
@@ -273,7 +281,7 @@ class Program:
                         raise AddressError(
                             f"{call.label} on stream {call.stream.name!r} reads {operand.name} "
                             f"[{lo:#x}, {hi:#x}), which holds no data and which no call "
-                            f"ordered before it writes; write it first (chip.write), or "
+                            f"ordered before it writes; {self.advice['unwritten']}, or "
                             f"make the call that produces it come first (stream order or "
                             f"an event)")
 
