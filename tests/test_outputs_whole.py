@@ -219,3 +219,28 @@ def test_trace_plot_refuses_an_image_name_it_cannot_honour(tmp_path):
     assert dspsim_cli(*RUN, "--trace", trace).returncode == 0
     one_line_error(dspsim_cli("trace", "plot", trace, "-o", tmp_path / "t.jpg"), "ends in .jpg")
     assert sorted(os.listdir(tmp_path)) == ["t.pftrace"]
+
+
+def test_sweep_into_a_device_says_it_is_no_folder():
+    one_line_error(dspsim_cli("sweep", "--ops", "relu_grad", "--lengths", "1024", "--chips",
+                              "ft78ne", "--cores", "1", "--out", "/dev/full"),
+                   "exists and is not a folder")
+
+
+def test_counter_events_without_a_value_are_refused(tmp_path):
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+    result = dspsim.simulate("fp_relu_grad_s", [1.0] * 4096, [1.0] * 4096)[1]
+    trace = pb.Trace()
+    trace.ParseFromString(open(result.write_trace(tmp_path / "t.pftrace"), "rb").read())
+    counters = [p.track_event for p in trace.packet if p.HasField("track_event")
+                and p.track_event.type == pb.TrackEvent.TYPE_COUNTER]
+    assert counters
+    counters[0].ClearField("double_counter_value")
+    counters[0].ClearField("counter_value")
+    (tmp_path / "bad.pftrace").write_bytes(trace.SerializeToString())
+    one_line_error(dspsim_cli("trace", "summary", tmp_path / "bad.pftrace"), "has no value")
+    chrome = json.loads(open(result.write_trace(tmp_path / "t.json"), "rb").read())
+    events = chrome["traceEvents"] if isinstance(chrome, dict) else chrome
+    next(e for e in events if e.get("ph") == "C")["args"] = {}
+    (tmp_path / "bad.json").write_text(json.dumps(chrome))
+    one_line_error(dspsim_cli("trace", "summary", tmp_path / "bad.json"), "without a value")

@@ -96,3 +96,14 @@ streams:
     for where in ("colour: unknown key", "buffers.x.shape: unknown key",
                   "streams.a[0].speed: unknown key"):
         assert where in message
+
+
+def test_a_long_critical_path_prints_its_ends():
+    from dspsim.cli.program import critical_path_text
+    path = [{"call": k, "operator": "fp_relu_grad_s", "waited_for": "stream order",
+             "bound": "DDR"} for k in range(9000)]
+    text = critical_path_text(path)
+    assert text.startswith("critical path (9,000 calls): call 0 ")
+    assert "8,990 more calls" in text and text.endswith("call 8999 fp_relu_grad_s "
+                                                        "(stream order; DDR)")
+    assert len(text) < 1000

@@ -122,14 +122,30 @@ def render_program(r: ProgramResult, out: Output, name: str = "program",
               [[k, f"{v:,.0f}", f"{100 * v / r.cycles:.1f}%" if r.cycles else "-"]
                for k, v in sorted(r.bounds.items(), key=lambda kv: -kv[1])],
               title="what bounds the program")
-    out.line("critical path: " + " -> ".join(
-        f"call {p['call']} {p['operator']} ({p['waited_for']}; {p['bound']})"
-        for p in r.critical_path))
+    out.line(critical_path_text(r.critical_path))
     for warning in r.warnings:
         out.line(("warning:", "yellow"), " ", warning)
     if trace_path:
         out.line(f"trace written to {trace_path} (open it in ui.perfetto.dev; 1 ns on its "
                  f"axis = 1 cycle)")
+
+
+#: calls of a critical path printed at each end when it is longer than twice this
+CRITICAL_PATH_ENDS = 5
+
+
+def critical_path_text(path: list[dict]) -> str:
+    """The critical path on one line of bounded length: a long one shows its first and
+    last calls and how many lie between (the JSON output holds all of them)."""
+    steps = [f"call {p['call']} {p['operator']} ({p['waited_for']}; {p['bound']})"
+             for p in (path if len(path) <= 2 * CRITICAL_PATH_ENDS else
+                       path[:CRITICAL_PATH_ENDS] + path[-CRITICAL_PATH_ENDS:])]
+    if len(path) > 2 * CRITICAL_PATH_ENDS:
+        hidden = len(path) - 2 * CRITICAL_PATH_ENDS
+        steps.insert(CRITICAL_PATH_ENDS, f"... {hidden:,} more call{'s' * (hidden != 1)} "
+                                         f"(--json lists them) ...")
+    count = len(path)
+    return f"critical path ({count:,} call{'s' * (count != 1)}): " + " -> ".join(steps)
 
 
 def cmd_program_sweep(args, out: Output) -> int:

@@ -60,6 +60,9 @@ class RowStore:
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> "RowStore":
         """Lock the folder, load finished rows (repairing a torn tail) and rebuild the views."""
+        if os.path.exists(self.folder) and not os.path.isdir(self.folder):
+            raise StoreError(f"--out {self.folder} exists and is not a folder (a file or a "
+                             f"device); choose a folder path")
         try:
             os.makedirs(self.folder, exist_ok=True)
         except OSError as exc:
