@@ -201,7 +201,7 @@ class Chip:
                 block = slice(first, first + _BLOCK_ELEMENTS)
                 destination[block] = compute(*(array[block] for array in inputs),
                                              **bound.params)
-        self.memory.mark_written(bound.output.span)
+        self.memory.mark_written(bound.output.span, dtype)
 
     def _job(self, bound: BoundCall) -> Job:
         cname = bound.cname

@@ -74,6 +74,48 @@ def _no_address_space(size: int, label: str, exc: Exception) -> str:
             f"pages written use real memory, but the whole region needs address space")
 
 
+class DtypeMap:
+    """Which dtype each written byte range was last written as: disjoint intervals, each
+    with a dtype name, neighbours of one dtype merged (one entry per write, never per
+    byte)."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._dtypes: list[str] = []
+
+    def set(self, start: int, end: int, dtype: str) -> None:
+        if end <= start:
+            return
+        i = bisect.bisect_right(self._ends, start)  # first interval ending after start
+        j = bisect.bisect_left(self._starts, end)  # past the last starting before end
+        keep_s, keep_e, keep_d = [], [], []
+        if i < j and self._starts[i] < start:  # the part of the first before the new range
+            keep_s.append(self._starts[i]), keep_e.append(start), keep_d.append(self._dtypes[i])
+        keep_s.append(start), keep_e.append(end), keep_d.append(dtype)
+        if i < j and self._ends[j - 1] > end:  # the part of the last after it
+            keep_s.append(end), keep_e.append(self._ends[j - 1])
+            keep_d.append(self._dtypes[j - 1])
+        self._starts[i:j], self._ends[i:j], self._dtypes[i:j] = keep_s, keep_e, keep_d
+        self._merge_around(i, i + len(keep_s))
+
+    def _merge_around(self, first: int, last: int) -> None:
+        k = max(first - 1, 0)
+        while k < min(last + 1, len(self._starts)) - 1:
+            if self._ends[k] == self._starts[k + 1] and self._dtypes[k] == self._dtypes[k + 1]:
+                self._ends[k] = self._ends[k + 1]
+                del self._starts[k + 1], self._ends[k + 1], self._dtypes[k + 1]
+                last -= 1
+            else:
+                k += 1
+
+    def within(self, start: int, end: int) -> set[str]:
+        """The dtypes written anywhere in [start, end)."""
+        i = bisect.bisect_right(self._ends, start)
+        j = bisect.bisect_left(self._starts, end)
+        return set(self._dtypes[i:j])
+
+
 class Storage:
     """The bytes of one region: a lazily committed anonymous mapping."""
 
@@ -85,6 +127,7 @@ class Storage:
             raise CapacityError(_no_address_space(size, label, exc)) from None
         self.buffer = np.frombuffer(self._map, dtype=np.uint8)
         self.written = IntervalSet()
+        self.dtypes = DtypeMap()
 
 
 @dataclass(frozen=True)
@@ -227,8 +270,16 @@ class Memory:
             start = gap[1]
         return gaps
 
-    def mark_written(self, span: Span) -> None:
-        self._storage(span).written.add(span.offset, span.end_offset)
+    def mark_written(self, span: Span, dtype=None) -> None:
+        """Record that the span's bytes hold data (written as ``dtype``, if known)."""
+        storage = self._storage(span)
+        storage.written.add(span.offset, span.end_offset)
+        if dtype is not None:
+            storage.dtypes.set(span.offset, span.end_offset, np.dtype(dtype).name)
+
+    def written_dtypes(self, span: Span) -> set[str]:
+        """The numpy dtype names the span's bytes were written as (by writes and calls)."""
+        return self._storage(span).dtypes.within(span.offset, span.end_offset)
 
     def write(self, address: int, array, *, core: int | None = None) -> Span:
         """Copy ``array`` (flattened, in its own dtype) to ``address``."""
@@ -236,7 +287,7 @@ class Memory:
         _check_storable(data.dtype)
         span = self.resolve(address, data.nbytes, core=core, alignment=data.dtype.itemsize)
         self.view(span, data.dtype)[:] = data
-        self.mark_written(span)
+        self.mark_written(span, data.dtype)
         return span
 
     def _elements(self, address, count, dtype, core) -> tuple[Span, np.dtype]:
@@ -260,11 +311,11 @@ class Memory:
         Bytes never written are already zero in the anonymous mapping, so they are only
         declared written: a large zero operand for a timing-only call costs no host memory.
         """
-        span, _ = self._elements(address, count, dtype, core)
+        span, _ = self._elements(address, count, dtype, core)  # _: the dtype, checked
         if self._storage(span).written.first_gap(span.offset, span.end_offset) != (
                 span.offset, span.end_offset):
             self.view(span, np.uint8)[:] = 0  # some bytes hold data: clear them for real
-        self.mark_written(span)
+        self.mark_written(span, _)
         return span
 
     def read(self, address: int, count: int, dtype, *, core: int | None = None) -> np.ndarray:
