@@ -110,7 +110,7 @@ class _Pending:
             if start + array.nbytes > ddr.end_address:
                 raise CapacityError(f"{cname.name}: the tensors enqueued since the last "
                                     f"synchronisation do not fit in {config.name}'s DDR "
-                                    f"({ddr.size_bytes} bytes); synchronise more often")
+                                    f"({ddr.size_bytes:,} bytes); synchronise more often")
             self.buffers[key] = (array, start)
             chosen[operand] = start
         return chosen

@@ -115,7 +115,7 @@ def check_target(path: str | os.PathLike, what: str = "trace") -> str:
     limit = _name_max(folder)
     if len(os.fsencode(name)) > limit:
         raise ArgumentError(f"cannot write the {what} to {shown}: its file name has "
-                            f"{len(os.fsencode(name))} bytes, more than the {limit} the file "
+                            f"{len(os.fsencode(name)):,} bytes, more than the {limit} the file "
                             f"system allows; give a shorter name")
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise ArgumentError(f"cannot write the {what} to {shown}: {folder} is not a folder")

@@ -15,6 +15,7 @@ from dspsim.sim.engine.machine import ENGINES, Timing
 from dspsim.traces.formats import (TraceModel, chrome_from_model, encode_trace, model_from_timing,
                               write_trace)
 from dspsim.atomic import check_target
+from dspsim.words import count
 from dspsim.saved import check_folder, write_folder  # noqa: F401 - the save's own module
 
 #: the files a saved run holds (see RunResult.save)
@@ -53,7 +54,7 @@ class CoreResult:
 
     def __repr__(self) -> str:
         return (f"CoreResult(core {self.core}: elements [{self.start:,}, {self.stop:,}), "
-                f"{self.tiles} tiles, finish {self.finish_cycle:,.0f})")
+                f"{count(self.tiles, 'tile')}, finish {self.finish_cycle:,.0f})")
 
 
 def to_jsonable(value: Any) -> Any:
@@ -115,7 +116,7 @@ class RunResult(TimedInCycles):
     def __repr__(self) -> str:
         mask = "" if self.core_mask is None else f", core_mask {self.core_mask:#x}"
         return (f"RunResult({self.operator} on {self.chip}, {self.length:,} x {self.dtype}"
-                f"{mask}: {self.cycles:,} cycles = {self.microseconds:,.3f} us, bound by "
+                f"{mask}: {count(self.cycles, 'cycle')} = {self.microseconds:,.3f} µs, bound by "
                 f"{self.bound})")
 
 

@@ -203,7 +203,11 @@ def make_console(stderr: bool = False) -> Console:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not argv:  # `dspsim` alone: what it can do, not a usage error
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     args.argv = argv
     out = Output()
     try:

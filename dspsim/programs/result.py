@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dspsim.result import RunResult, TimedInCycles, to_jsonable
+from dspsim.words import count
 from dspsim.sim.engine.machine import ENGINES
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
 from dspsim.sim.program.graph import Dependencies
@@ -71,8 +72,9 @@ class ProgramResult(TimedInCycles):
                                          metadata={"json": False})
 
     def __repr__(self) -> str:
-        return (f"ProgramResult({len(self.calls)} calls on {len(self.streams)} streams of "
-                f"{self.chip}: {self.cycles:,} cycles = {self.microseconds:,.3f} us, bound by "
+        return (f"ProgramResult({count(len(self.calls), 'call')} on "
+                f"{count(len(self.streams), 'stream')} of {self.chip}: "
+                f"{count(self.cycles, 'cycle')} = {self.microseconds:,.3f} µs, bound by "
                 f"{self.bound})")
 
 

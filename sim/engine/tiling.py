@@ -111,7 +111,7 @@ def tile_elements(config: ChipConfig, job: Job, lanes: int) -> int:
     if vectors < 1:
         raise CapacityError(
             f"{config.name}: {buffers} double-buffered tiles of one {lanes}-lane vector need "
-            f"{per_vector} bytes but L2 leaves {budget} bytes after its reserve; enlarge "
+            f"{per_vector:,} bytes but L2 leaves {budget:,} bytes after its reserve; enlarge "
             f"memory.l2.size_kib or lower memory.l2.reserve_kib in {config.source}")
     return vectors * lanes
 
@@ -219,10 +219,10 @@ def fixed_tile(config: ChipConfig, job: Job, lanes: int) -> tuple[int, str] | No
     tile = nbytes // job.itemsize // lanes * lanes
     if tile < lanes or tile > largest:
         raise CapacityError(
-            f"{config.name}: a fixed tile of {nbytes} bytes (from {source}) must hold at "
-            f"least one {lanes}-lane vector ({lanes * job.itemsize} bytes) and its "
+            f"{config.name}: a fixed tile of {nbytes:,} bytes (from {source}) must hold at "
+            f"least one {lanes}-lane vector ({lanes * job.itemsize:,} bytes) and its "
             f"{2 * (len(job.inputs) + len(job.outputs))} buffers must fit L2: at most "
-            f"{largest * job.itemsize} bytes per operand here")
+            f"{largest * job.itemsize:,} bytes per operand here")
     return tile, source
 
 
@@ -246,7 +246,7 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         tile, source = fixed
         return TilingChoice("fixed", min(tile, elements), max(1, math.ceil(elements / tile)),
                             tile * job.itemsize, largest,
-                            f"fixed at {tile * job.itemsize} bytes per operand by {source}"), None
+                            f"fixed at {tile * job.itemsize:,} bytes per operand by {source}"), None
     most = max(fewest, min(MAX_TILES_PER_CORE, math.ceil(elements / lanes)))
     by_tile: dict[int, Any] = {}  # counts that cut the same tile are the same tiling
     timings: dict[int, Any] = {}

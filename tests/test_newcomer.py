@@ -1,0 +1,50 @@
+"""The rough edges a newcomer meets: what the report says, in which order, in which words."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dspsim
+
+from terminal import dspsim_cli
+
+
+def test_dspsim_alone_prints_help():
+    proc = dspsim_cli()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: dspsim") and "run" in proc.stdout
+
+
+def test_the_numerics_line_says_which_rule_passed():
+    proc = dspsim_cli("run", "fp_gelu_grad_s", "--length", "20000", "--no-trace")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [l for l in proc.stdout.splitlines() if l.startswith("numerics")]
+    assert "passed: " in line and " within 4 ULP" in line
+    assert "0 elements outside it" in line
+
+
+def test_length_zero_header_agrees_with_the_per_core_table_and_warnings_come_first():
+    proc = dspsim_cli("run", "fp_relu_grad_s", "--chip", "mt7004", "--length", "0",
+                      "--core-mask", "0xff", "--no-trace")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "cores 0, 1, 2, 3 (none has elements at length 0)" in lines[0]
+    warning = next(k for k, l in enumerate(lines) if l.startswith("warning:"))
+    assert "bits above" in lines[warning] and warning < lines.index("per core")
+
+
+def test_reprs_use_words_and_units():
+    result = dspsim.simulate("fp_relu_grad_s", np.ones(8), np.ones(8), core_mask=0x1)[1]
+    assert "µs" in repr(result) and " us" not in repr(result)
+    assert "1 tile," in repr(result.per_core[0])
+    chip = dspsim.Chip("ft78ne")
+    chip.write(0x80000000, np.ones(8, np.float32))
+    prog = chip.program()
+    prog.stream().fp_relu_grad_s(0x80000000, 0x80000000, 0x90000000, 8, 0x1)
+    assert repr(prog.run()).startswith("ProgramResult(1 call on 1 stream of FT78NE")
+
+
+def test_capacity_errors_separate_thousands():
+    with pytest.raises(dspsim.CapacityError) as info:
+        dspsim.simulate("fp_relu_grad_p", np.ones(1 << 17), np.ones(1 << 17))
+    assert "131,072" in str(info.value)
