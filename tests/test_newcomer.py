@@ -48,3 +48,34 @@ def test_capacity_errors_separate_thousands():
     with pytest.raises(dspsim.CapacityError) as info:
         dspsim.simulate("fp_relu_grad_p", np.ones(1 << 17), np.ones(1 << 17))
     assert "131,072" in str(info.value)
+
+
+def test_ops_lists_one_line_per_operator_and_one_in_full():
+    proc = dspsim_cli("ops")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) < 25 and max(map(len, lines)) < 200
+    one = dspsim_cli("ops", "hp_gelu_grad_s")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.startswith("gelu_grad: ") and "formula:" in one.stdout
+    assert "on MT7004: " in one.stdout and "hp_gelu_grad_s" in one.stdout
+    wrong = dspsim_cli("ops", "gelu")
+    assert wrong.returncode == 2 and "did you mean gelu_grad" in wrong.stderr
+
+
+def test_chips_lists_names_that_chip_finds(tmp_path):
+    proc = dspsim_cli("chips")
+    assert proc.returncode == 0
+    header = next(l for l in proc.stdout.splitlines() if l.startswith("chip "))
+    assert header.split()[-1] == "--chip"
+    for line in proc.stdout.splitlines():
+        if line.startswith(("FT78NE", "MT7004")):
+            name = line.split()[-1]
+            run = dspsim_cli("run", "fp_relu_grad_s", "--length", "8", "--chip", name,
+                             "--no-trace", cwd=tmp_path)
+            assert run.returncode == 0, run.stderr
+
+
+def test_errors_name_packaged_chips_without_install_paths():
+    from dspsim.sim.chip.load import load_config
+    assert load_config("ft78ne").source == "packaged chip ft78ne (ft78ne.yaml)"
