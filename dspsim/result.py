@@ -12,6 +12,8 @@ import numpy as np
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import ENGINES, Timing
+from dspsim.sim.engine.roofline import ROOFLINE_TERMS
+from dspsim.sim.engine.tiling import NO_TILING
 from dspsim.traces.formats import (TraceModel, chrome_from_model, encode_trace, model_from_timing,
                               write_trace)
 from dspsim.atomic import check_target
@@ -166,6 +168,12 @@ class RunResult(TimedInCycles):
             data[name] = to_jsonable(getattr(self, name))
         for core, entry in zip(self.per_core, data["per_core"]):
             entry["elements"] = core.elements
+        # one key set for every call kind: what a call has none of is null, not missing
+        data["roofline_terms"] = {**{term: None for term in ROOFLINE_TERMS},
+                                  **data["roofline_terms"]}
+        for holder in (data, data.get("metadata") or {}):
+            if "tiling" in holder and holder["tiling"] is None:
+                holder["tiling"] = dict(NO_TILING)
         return data
 
     @classmethod
@@ -174,13 +182,18 @@ class RunResult(TimedInCycles):
         names = {f.name for f in dataclasses.fields(cls) if f.metadata.get("json", True)}
         core_names = {f.name for f in dataclasses.fields(CoreResult)}
         values = {k: v for k, v in data.items() if k in names}
+        if "roofline_terms" in values:
+            values["roofline_terms"] = {k: v for k, v in values["roofline_terms"].items()
+                                        if v is not None}
+        if values.get("tiling") == NO_TILING:
+            values["tiling"] = None
         values["per_core"] = [CoreResult(**{k: v for k, v in c.items() if k in core_names})
                               for c in data.get("per_core", [])]
         values["cores"] = tuple(values.get("cores", ()))
         return cls(**values)
 
     def save(self, folder, *, chip_yaml: str, extra: dict[str, Any] | None = None,
-             force: bool = False) -> dict:
+             force: bool = False, document: dict[str, Any] | None = None) -> dict:
         """Keep this run so that it can be reproduced and compared: ``result.json`` (this
         result's :meth:`to_dict`, with ``extra`` such as the command and the numeric
         check), ``trace.pftrace`` (Perfetto's protobuf) and ``chip.yaml``, the exact chip
@@ -189,15 +202,18 @@ class RunResult(TimedInCycles):
         ``folder`` is created, or may be empty or hold this same run; a folder holding
         another saved run is replaced only with ``force``. The files are written into a
         staging folder that is swapped in whole (:mod:`dspsim.saved`), so a failure or a
-        kill leaves the folder as it was. Returns the paths written, by kind.
+        kill leaves the folder as it was. ``document`` replaces the whole of
+        ``result.json`` (its ``result`` must be this result's :meth:`to_dict`). Returns the
+        paths written, by kind.
         """
         check_folder(folder, tuple(SAVED_FILES.values()) + FORMER_FILES)
         if not isinstance(chip_yaml, str):
             raise ArgumentError(f"chip_yaml must be the chip file's text (a str), got "
                                 f"{type(chip_yaml).__name__}; pass chip.description_yaml of a chip "
                                 f"loaded from a name or a file")
-        document = {"result": self.to_dict(), **(extra or {}),
-                    "files": dict(SAVED_FILES)}
+        if document is None:  # else the caller's, written as given (what --json prints)
+            document = {"result": self.to_dict(), **(extra or {}),
+                        "files": dict(SAVED_FILES)}
         contents = {
             "result": (json.dumps(to_jsonable(document), indent=2) + "\n").encode("utf-8"),
             "trace": encode_trace(self.trace_model(), "protobuf"),

@@ -79,3 +79,43 @@ def test_chips_lists_names_that_chip_finds(tmp_path):
 def test_errors_name_packaged_chips_without_install_paths():
     from dspsim.sim.chip.load import load_config
     assert load_config("ft78ne").source == "packaged chip ft78ne (ft78ne.yaml)"
+
+
+def _keys(data, prefix=""):
+    keys = set()
+    if isinstance(data, dict):
+        for key, value in data.items():
+            keys |= {prefix + key} | _keys(value, f"{prefix}{key}.")
+    return keys
+
+
+def test_every_call_kind_has_one_json_key_set():
+    shared = dspsim.simulate("fp_relu_grad_s", np.ones(4096), np.ones(4096))[1].to_dict()
+    private = dspsim.simulate("fp_relu_grad_p", np.ones(256), np.ones(256))[1].to_dict()
+    empty = dspsim.simulate("fp_relu_grad_s", np.ones(0), np.ones(0))[1].to_dict()
+    assert _keys(shared) == _keys(private) == _keys(empty)
+    assert isinstance(shared["tiling"]["candidates"], list)
+    assert set(shared["tiling"]["candidates"][0]) == {"tiles_per_core", "cycles"}
+    assert private["tiling"]["policy"] is None and private["roofline_terms"]["DDR"] is None
+    from dspsim.result import RunResult
+    again = RunResult.from_dict(private)
+    assert again.tiling is None and None not in again.roofline_terms.values()
+
+
+def test_saved_result_json_is_what_json_prints(tmp_path):
+    proc = dspsim_cli("run", "fp_relu_grad_s", "--length", "64", "--json", "--no-trace",
+                      "--save", tmp_path / "kept")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "kept" / "result.json").read_text() == proc.stdout
+
+
+def test_program_json_carries_version_and_command(tmp_path):
+    (tmp_path / "p.yaml").write_text(
+        "chip: ft78ne\nbuffers:\n  x: {length: 64, init: {random: {seed: 1}}}\n"
+        "  y: {length: 64}\nstreams:\n  a:\n    - call: fp_l_relu_s\n"
+        "      args: [x, y, 64, 0.1, 0x1]\n")
+    proc = dspsim_cli("program", tmp_path / "p.yaml", "--json")
+    assert proc.returncode == 0, proc.stderr
+    import json
+    data = json.loads(proc.stdout)
+    assert data["dspsim"] == dspsim.__version__ and data["command"][:2] == ["dspsim", "program"]

@@ -158,7 +158,7 @@ def _detail(op: kernels.Operator, entry: dict, chips: list[ChipConfig], out: Out
     """Everything about one operator, as lines."""
     out.line((op.stem, "bold"), f": {op.summary}")
     out.line(f"  formula: {op.formula}")
-    out.line(f"  arguments (C order): {', '.join(op.args)}[, core_mask] (core_mask: "
+    out.line(f"  arguments (C order): {', '.join(op.args)}, core_mask (core_mask in the "
              f"shared-storage _s versions only)")
     if entry["params"]:
         out.line(f"  parameters: {_params_text(entry)}")

@@ -133,16 +133,17 @@ def cmd_run(args, out: Output) -> int:
         trace_path = args.trace if args.trace is not None else default_trace_path(result)
         check_target(trace_path)
     document = run_document(run, args, trace_path)
-    saved = None
-    if args.save is not None:  # first: a refused save leaves no trace behind either
-        extra = {k: v for k, v in document.items() if k not in ("result", "trace")}
-        result.save(args.save, chip_yaml=chip.description_yaml, extra=extra,
-                    force=args.force)
-        saved = args.save
+    saved = args.save
+    # --json prints, and result.json holds, this same document
+    document = to_jsonable({**document, "saved": saved,
+                            "files": dict(SAVED_FILES) if saved is not None else None})
+    if saved is not None:  # first: a refused save leaves no trace behind either
+        result.save(saved, chip_yaml=chip.description_yaml, force=args.force,
+                    document=document)
     if trace_path is not None:
         result.write_trace(trace_path)
     if args.json:
-        out.json({**document, "saved": saved})
+        out.json(document)
     else:
         render(result, out, check, trace_path, saved)
     return 0 if check is None or check.ok else 1

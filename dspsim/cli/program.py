@@ -5,6 +5,8 @@ import os
 
 from rich.text import Text
 
+import dspsim
+
 from dspsim.cli.output import Output, number_column, text_column
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
@@ -73,7 +75,8 @@ def cmd_program(args, out: Output) -> int:
     if args.trace is not None:
         result.write_trace(args.trace)
     if args.json:
-        out.json({"file": args.file, "parameters": loaded.parameters,
+        out.json({"dspsim": dspsim.__version__, "command": ["dspsim", *args.argv],
+                  "file": args.file, "parameters": loaded.parameters,
                   "buffers": loaded.buffer_table(), "trace": args.trace,
                   "numerics": not args.timing_only, "result": result.to_dict()})
     else:
@@ -176,7 +179,8 @@ def cmd_program_sweep(args, out: Output) -> int:
                                               advance("program sweep", len(rows), total)))
     plots = [] if args.no_plots else write_plots(rows, axes, folder, args.program)
     if args.json:
-        out.json({"folder": folder, "program": args.program, "axes": axes, "plots": plots,
+        out.json({"dspsim": dspsim.__version__, "command": ["dspsim", *args.argv],
+                  "folder": folder, "program": args.program, "axes": axes, "plots": plots,
                   "rows": rows})
         return 0
     names = list(axes)

@@ -12,6 +12,8 @@ import os
 
 from rich.text import Text
 
+import dspsim
+
 from dspsim.cli.args import int_list, name_list, param_dict, parse_param, parse_seed
 from dspsim.cli.output import Output, number_column, text_column
 from dspsim.cli.program import cmd_program_sweep
@@ -187,7 +189,8 @@ def cmd_sweep(args, out: Output) -> int:
         forget_stale_plots(folder, [f for f in files if f.endswith(".png")])
     failed = [r for r in rows if r.get("numerics_ok") is False]
     if args.json:
-        out.json({"folder": folder, "planned": outcome.planned, "ran": outcome.ran,
+        out.json({"dspsim": dspsim.__version__, "command": ["dspsim", *args.argv],
+                  "folder": folder, "planned": outcome.planned, "ran": outcome.ran,
                   "already_done": outcome.already_done, "notes": outcome.notes,
                   "files": files, "plots": [f for f in files if f.endswith(".png")],
                   "rows": rows_for_plots(rows),

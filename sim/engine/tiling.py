@@ -56,7 +56,14 @@ class TilingChoice:
                 "tiles_per_core": self.tiles_per_core, "tile_bytes": self.tile_bytes,
                 "largest_fitting_elements": self.largest_fitting_elements,
                 "reason": self.reason,
-                "candidates": {str(k): v for k, v in sorted(self.candidates.items())}}
+                "candidates": [{"tiles_per_core": k, "cycles": v}
+                               for k, v in sorted(self.candidates.items())]}
+
+
+#: the tiling of a call that has none (private storage, length 0): every key, no value, so
+#: that every call's JSON has one key set
+NO_TILING = {"policy": None, "tile_elements": None, "tiles_per_core": None, "tile_bytes": None,
+             "largest_fitting_elements": None, "reason": None, "candidates": []}
 
 
 # ----------------------------------------------------------------------------- work split
