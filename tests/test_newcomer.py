@@ -119,3 +119,18 @@ def test_program_json_carries_version_and_command(tmp_path):
     import json
     data = json.loads(proc.stdout)
     assert data["dspsim"] == dspsim.__version__ and data["command"][:2] == ["dspsim", "program"]
+
+
+def test_collapse_says_what_it_collapsed(tmp_path):
+    even = tmp_path / "even.pftrace"
+    assert dspsim_cli("run", "fp_relu_grad_s", "--chip", "mt7004", "--length", "2^16",
+                      "--trace", even).returncode == 0
+    proc = dspsim_cli("trace", "plot", even, "--collapse")
+    assert proc.returncode == 0, proc.stderr
+    assert "--collapse: drew cores 1, 2 once" in proc.stdout
+    odd = tmp_path / "odd.pftrace"  # one core alone: nothing to collapse
+    assert dspsim_cli("run", "fp_relu_grad_s", "--length", "4096", "--core-mask", "0x1",
+                      "--trace", odd).returncode == 0
+    proc = dspsim_cli("trace", "plot", odd, "--collapse")
+    assert proc.returncode == 0, proc.stderr
+    assert "no two cores do the same work" in proc.stdout

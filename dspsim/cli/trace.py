@@ -12,7 +12,7 @@ from dspsim.cli.output import Output, number_column, text_column
 from dspsim.plots import check_image_target
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.compare import TraceComparison, compare
-from dspsim.traces.plot import plot_trace
+from dspsim.traces.plot import collapsed_groups, core_list, plot_trace
 from dspsim.traces.view import MAX_BUCKETS, TraceSummary, check_buckets, read_trace, summarize
 
 SPARK = " ▁▂▃▄▅▆▇█"
@@ -152,10 +152,18 @@ def cmd_plot(args, out: Output) -> int:
     meta = trace.metadata
     peak, achievable, bound = meta["ddr_peak_gbps"], meta["ddr_achievable_gbps"], meta["bound"]
     written = plot_trace(trace, output, peak, achievable, bound, collapse=args.collapse)
+    groups = collapsed_groups(trace) if args.collapse else []
     if args.json:
-        out.json({"plot": written, "trace": args.file, "collapse": args.collapse})
-    else:
-        out.line(f"plot: {written}")
+        out.json({"plot": written, "trace": args.file, "collapse": args.collapse,
+                  "collapsed": groups})
+        return 0
+    out.line(f"plot: {written}")
+    if args.collapse and not groups:
+        out.line("--collapse: no two cores do the same work at the same cycles, so every "
+                 "core has its own rows")
+    elif args.collapse:
+        out.line("--collapse: drew " + "; ".join(f"cores {core_list(g)} once"
+                                                 for g in groups))
     return 0
 
 

@@ -86,6 +86,12 @@ def chart_rows(trace, collapse: bool = False) -> list[Row]:
     return rows
 
 
+def collapsed_groups(trace) -> list[list[int]]:
+    """The groups of two or more cores that ``collapse`` draws once (empty: none alike)."""
+    cores = [row.cores for row in chart_rows(trace, collapse=True) if len(row.cores) > 1]
+    return [list(c) for c in dict.fromkeys(tuple(c) for c in cores)]
+
+
 def legend_entries(rows: list[Row]) -> list[tuple[str, str]]:
     """(label, colour) of each engine that has a row, in the usual order; engines without
     a colour of their own share one entry."""
@@ -155,7 +161,10 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
     cycles = math.ceil(total - 1e-9)
     gantt.set_title(f"{trace.label()} — {cycles:,} cycles ({cycles / clock:,.2f} µs){extra}"
                     + (f"; critical core {critical} in bold" if critical is not None else
-                       f"; all {len(last)} cores finish together" if len(last) > 1 else ""),
+                       f"; all {len(last)} cores finish together"
+                       if len(last) == len(finishes) > 1 else
+                       f"; cores {core_list(sorted(last))} finish last, together"
+                       if len(last) > 1 else ""),
                     fontsize=10)
 
     if trace.ddr:
