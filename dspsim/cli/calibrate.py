@@ -1,6 +1,7 @@
 """``dspsim calibrate``: fit chip keys to measured cycles (see :mod:`dspsim.calibration`)."""
 from __future__ import annotations
 
+import math
 import os
 
 import dspsim
@@ -103,7 +104,7 @@ def render(result: Calibration, out: Output) -> None:
     rows = []
     for k in result.keys:
         spread = "-" if k.std_error is None or k.std_error != k.std_error else \
-            f"{k.std_error:.1%}"
+            f"±{math.expm1(k.std_error):.0%}" if k.std_error < 700 else "unbounded"
         verdict = "yes" if k.pinned else f"no: {k.reason}"
         if not k.written:
             verdict += "; left at its value"
@@ -123,4 +124,4 @@ def render(result: Calibration, out: Output) -> None:
              f"{result.mean_error_after:.2%} after; largest {result.max_error_before:.2%} "
              f"before, {result.max_error_after:.2%} after")
     for note in result.notes:
-        out.line(f"note: {note}")
+        out.line(note if note.startswith("warning:") else f"note: {note}")
