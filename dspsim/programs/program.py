@@ -229,7 +229,6 @@ class Program:
     def _run(self, numerics, fidelity, races, initial) -> "ProgramResult":
         from dspsim.programs.result import build_result
 
-        self._check_open()
         if not isinstance(numerics, bool):
             raise ArgumentError(f"numerics={numerics!r} must be True or False (timing only)")
         check_fidelity(fidelity)
