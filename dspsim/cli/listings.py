@@ -177,4 +177,10 @@ def _detail(op: kernels.Operator, entry: dict, chips: list[ChipConfig], out: Out
             f"{k}×{v}" for k, v in cost["issued_mix"].items()))
         out.line(f"  on {cfg.name}: {', '.join(cost['names'])}; "
                  f"{cost['cycles_per_iteration']:g} cycles per iteration "
-                 f"({cost['bounding_unit']}-bound) of {lanes} elements{issued}")
+                 f"({_bound_text(cost['bounding_unit'])}) of {lanes} elements{issued}")
+
+
+def _bound_text(bound: str) -> str:
+    """One wording for every chip: the L2 port's bandwidth, or a functional unit by the
+    name the chip file gives it."""
+    return "bound by the L2 port" if bound == "L2 port" else f"bound by its {bound} units"
