@@ -23,7 +23,8 @@ C out-parameters become return values: ``...GetWorkspaceSize`` returns
 when the executor is built; here the device is the stream's chip, so a dtype the chip
 lacks is reported by the execute call. The runtime's names (``Stream``,
 ``aclrtCreateEvent``, ``aclrtRecordEvent``, ``aclrtStreamWaitEvent``,
-``aclrtSynchronizeStream``) are available here too.
+``aclrtSynchronizeStream``, ``aclrtDestroyStream``, ``aclrtResetDevice``) are available
+here too. Threads may share a chip, each with its own streams (see ``docs/threads.md``).
 """
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ import numpy as np
 from dspsim import kernels
 from dspsim.aclrt import (ACL_SUCCESS, ACLNN_ERR_PARAM_INVALID,  # noqa: F401 - re-exported
                           ACLNN_ERR_PARAM_NULLPTR, ACLNN_SUCCESS, Event, Stream,
-                          aclGetRecentErrMsg, aclrtCreateEvent, aclrtRecordEvent,
-                          aclrtStreamWaitEvent, aclrtSynchronizeStream, fail)
+                          aclGetRecentErrMsg, aclrtCreateEvent, aclrtDestroyStream,
+                          aclrtRecordEvent, aclrtResetDevice, aclrtStreamWaitEvent,
+                          aclrtSynchronizeStream, fail)
 from dspsim.result import RunResult
 from dspsim.sim.errors import DspSimError
 
@@ -255,7 +257,7 @@ def _negative_slope(value, dtype: str) -> dict[str, float]:
 __all__ = [
     "ACL_SUCCESS", "ACLNN_SUCCESS", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_PARAM_INVALID",
     "Stream", "Event", "Executor", "aclrtCreateEvent", "aclrtRecordEvent",
-    "aclrtStreamWaitEvent", "aclrtSynchronizeStream",
+    "aclrtStreamWaitEvent", "aclrtSynchronizeStream", "aclrtDestroyStream", "aclrtResetDevice",
     "aclGetRecentErrMsg", "aclnnSwishBackwardGetWorkspaceSize", "aclnnSwishBackward",
     "aclnnLeakyReluGetWorkspaceSize", "aclnnLeakyRelu", "aclnnInplaceLeakyReluGetWorkspaceSize",
     "aclnnInplaceLeakyRelu",

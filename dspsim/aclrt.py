@@ -13,7 +13,14 @@ the same buffer, so the second reads what the first wrote; views that overlap on
 part are refused, as are outputs whose elements share memory); arrays that no earlier
 call writes are copied in when the program runs, and every output is copied back once
 it has run. A program that fails (a race, a
-wait that can never end, operands that do not fit) runs nothing and changes no tensor.
+wait that can never end, operands that do not fit) runs nothing and changes no tensor;
+every stream whose kernels it held reports the failure when it is next synchronised.
+
+Threads may share a chip, each with its own streams: enqueueing is guarded by the chip's
+runtime lock and a synchronisation runs while holding the chip's lock, so a thread that
+synchronises waits for any run already holding its kernels. The work enqueued since the
+last synchronisation lives on the chip object, so a chip and its tensors are freed with it;
+:func:`aclrtDestroyStream` and :func:`aclrtResetDevice` end a stream's or a chip's work.
 """
 from __future__ import annotations
 
@@ -23,19 +30,17 @@ from typing import Any, Callable
 import numpy as np
 
 from dspsim.chip import Chip
-from dspsim.placement import c_arguments, place_operands
+from dspsim.placement import c_arguments
 from dspsim.programs import Program, ProgramResult
 from dspsim.programs.program import Initial
 from dspsim.result import RunResult
-from dspsim.sim.errors import ArgumentError, CapacityError, DspSimError
-from dspsim.tensor_memory import overlaps, self_overlapping, tensor_key
+from dspsim.sim.errors import ArgumentError, DspSimError
+from dspsim.tensor_memory import self_overlapping, tensor_key
+from dspsim.aclrt_work import BUFFER_ALIGNMENT, PendingWork, runtime_of  # noqa: F401 - re-exported
 
 ACL_SUCCESS = ACLNN_SUCCESS = 0
 ACLNN_ERR_PARAM_NULLPTR = 161001
 ACLNN_ERR_PARAM_INVALID = 161002
-
-#: buffers of a program start at page boundaries, as device allocations do
-BUFFER_ALIGNMENT = 4096
 
 _errors = threading.local()
 
@@ -49,76 +54,6 @@ def fail(status: int, message: str) -> int:
     """Remember ``message`` for :func:`aclGetRecentErrMsg` and return ``status``."""
     _errors.message = message
     return status
-
-
-class _Pending:
-    """The work enqueued on one chip since its last synchronisation, and its buffers."""
-
-    def __init__(self, chip: Chip) -> None:
-        self.chip = chip
-        self.program = Program(chip)
-        self.streams: dict[int, Any] = {}  # id(Stream) -> its program stream
-        # tensor_key(array) -> (array, address)
-        self.buffers: dict[tuple, tuple[np.ndarray, int]] = {}
-        self.written: set[tuple] = set()  # tensors a call writes
-        self.host: set[tuple] = set()  # tensors read before any call writes them: copied in
-        self.outputs: dict[tuple, list[np.ndarray]] = {}  # every array a written tensor is
-        self.recorded: list["Event"] = []  # events recorded in this work
-        # (stream, call index, on_result) in enqueue order
-        self.calls: list[tuple["Stream", int, Callable | None]] = []
-
-    def program_stream(self, stream: "Stream"):
-        if id(stream) not in self.streams:
-            self.streams[id(stream)] = self.program.stream(f"stream{len(self.streams)}")
-        return self.streams[id(stream)]
-
-    def _taken(self) -> list[tuple[int, int]]:
-        return [(address, address + array.nbytes) for array, address in self.buffers.values()]
-
-    def addresses(self, cname, tensors: dict[str, np.ndarray]) -> dict[str, int]:
-        """A DDR address for each operand's tensor: its buffer if it has one, else the
-        address :func:`dspsim.simulate` would give it if free, else the next free page."""
-        config = self.chip.config
-        length = int(next(iter(tensors.values())).size)
-        suggested = place_operands(config, cname, length)
-        ddr = config.ddr
-        chosen: dict[str, int] = {}
-        for operand, array in tensors.items():
-            key = tensor_key(array)
-            if key in self.buffers:
-                chosen[operand] = self.buffers[key][1]
-                continue
-            for other, _ in self.buffers.values():
-                if overlaps(array, other):
-                    raise ArgumentError(
-                        f"{cname.name}: {operand} shares memory with another tensor enqueued "
-                        f"since the last synchronisation without being the same tensor (views "
-                        f"of one array that overlap in part); pass the same array, or "
-                        f"separate arrays")
-            taken = self._taken()
-            start = suggested[operand]
-            if any(start < hi and lo < start + array.nbytes for lo, hi in taken):
-                end = max(hi for _, hi in taken)
-                start = -(-end // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
-            if start + array.nbytes > ddr.end_address:
-                raise CapacityError(f"{cname.name}: the tensors enqueued since the last "
-                                    f"synchronisation do not fit in {config.name}'s DDR "
-                                    f"({ddr.size_bytes} bytes); synchronise more often")
-            self.buffers[key] = (array, start)
-            chosen[operand] = start
-        return chosen
-
-
-_pending: dict[int, _Pending] = {}
-_pending_lock = threading.Lock()
-
-
-def _pending_for(chip: Chip) -> _Pending:
-    with _pending_lock:
-        pending = _pending.get(id(chip))
-        if pending is None or pending.chip is not chip:
-            pending = _pending[id(chip)] = _Pending(chip)
-        return pending
 
 
 class Stream:
@@ -142,6 +77,9 @@ class Stream:
         self.core_mask = core_mask
         self.results: list[RunResult] = []
         self.program_result: ProgramResult | None = None
+        self.destroyed = False
+        #: why work of this stream that another stream's synchronisation ran failed
+        self.failure: str | None = None
 
     def __repr__(self) -> str:
         mask = "all cores" if self.core_mask is None else f"core_mask={self.core_mask:#x}"
@@ -159,7 +97,9 @@ class Stream:
         ``on_result`` receives the kernel's RunResult once it has run. Raises a
         DspSimError, with nothing enqueued, if the call is invalid.
         """
-        pending = _pending_for(self.chip)
+        if self.destroyed:
+            raise ArgumentError(f"{cname.name}: the stream was destroyed "
+                                f"(aclrtDestroyStream); create a new Stream(chip)")
         op = cname.operator
         tensors = dict(zip(op.inputs, inputs))
         if not in_place:
@@ -168,6 +108,14 @@ class Stream:
             raise ArgumentError(f"{cname.name}: the output tensor's elements share memory (a "
                                 f"broadcast or as_strided view); pass an array whose elements "
                                 f"are distinct, e.g. np.empty(shape, dtype)")
+        runtime = runtime_of(self.chip)
+        with runtime.lock:
+            self._enqueue(runtime.pending, cname, tensors, inputs, output, params, in_place,
+                          on_result)
+
+    def _enqueue(self, pending: PendingWork, cname, tensors, inputs, output, params, in_place,
+                 on_result) -> None:
+        op = cname.operator
         known = dict(pending.buffers)
         try:
             addresses = pending.addresses(cname, tensors)
@@ -191,14 +139,16 @@ class Event:
     """An ACL event: recorded on one stream, waited for on others (``aclrtCreateEvent``)."""
 
     def __init__(self) -> None:
-        self._program_events: dict[int, Any] = {}  # id(Program) -> its event
+        # the program of the work it was last recorded or waited in, and its event there:
+        # only the latest, so that an event kept for long holds no finished program
+        self._program_event: tuple[Program, Any] | None = None
         self.recorded_on: Chip | None = None  # the chip of its latest record
         self.completed = False  # recorded in work that has run: waiting on it holds nothing
 
     def _in(self, program: Program):
-        if id(program) not in self._program_events:
-            self._program_events[id(program)] = (program, program.event())
-        return self._program_events[id(program)][1]
+        if self._program_event is None or self._program_event[0] is not program:
+            self._program_event = (program, program.event())
+        return self._program_event[1]
 
 
 def aclrtCreateEvent() -> tuple[int, Event]:
@@ -212,6 +162,9 @@ def _check_stream(stream: Any, api: str) -> int | None:
     if not isinstance(stream, Stream):
         return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: stream is a {type(stream).__name__}; "
                     f"create a Stream(chip)")
+    if stream.destroyed:
+        return fail(ACLNN_ERR_PARAM_INVALID, f"{api}: the stream was destroyed "
+                    f"(aclrtDestroyStream); create a new Stream(chip)")
     return None
 
 
@@ -230,18 +183,20 @@ def aclrtRecordEvent(event: Event, stream: Stream) -> int:
     bad = _check_event(event, "aclrtRecordEvent") or _check_stream(stream, "aclrtRecordEvent")
     if bad:
         return bad
-    pending = _pending_for(stream.chip)
-    if event in pending.recorded:
-        return fail(ACLNN_ERR_PARAM_INVALID, "aclrtRecordEvent: this event is already recorded "
-                    "in the work enqueued since the last synchronisation; create another with "
-                    "aclrtCreateEvent(), or synchronise first")
-    try:
-        pending.program_stream(stream).record(event._in(pending.program))
-    except DspSimError as exc:
-        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtRecordEvent: {exc}")
-    event.recorded_on = stream.chip
-    event.completed = False
-    pending.recorded.append(event)
+    runtime = runtime_of(stream.chip)
+    with runtime.lock:
+        pending = runtime.pending
+        if event in pending.recorded:
+            return fail(ACLNN_ERR_PARAM_INVALID, "aclrtRecordEvent: this event is already "
+                        "recorded in the work enqueued since the last synchronisation; create "
+                        "another with aclrtCreateEvent(), or synchronise first")
+        try:
+            pending.program_stream(stream).record(event._in(pending.program))
+        except DspSimError as exc:
+            return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtRecordEvent: {exc}")
+        event.recorded_on = stream.chip
+        event.completed = False
+        pending.recorded.append(event)
     return ACL_SUCCESS
 
 
@@ -251,15 +206,18 @@ def aclrtStreamWaitEvent(stream: Stream, event: Event) -> int:
            or _check_event(event, "aclrtStreamWaitEvent"))
     if bad:
         return bad
-    pending = _pending_for(stream.chip)
-    if event.completed and event not in pending.recorded:
-        return ACL_SUCCESS  # it completed when earlier work ran
-    if event.recorded_on is not None and event.recorded_on is not stream.chip:
-        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtStreamWaitEvent: the event is recorded on "
-                    f"a stream of another Chip object ({event.recorded_on.name}) than this "
-                    f"stream's ({stream.chip.name}); streams that share events must share one "
-                    f"Chip: create them with the same Chip, or synchronise the other first")
-    pending.program_stream(stream).wait(event._in(pending.program))
+    runtime = runtime_of(stream.chip)
+    with runtime.lock:
+        pending = runtime.pending
+        if event.completed and event not in pending.recorded:
+            return ACL_SUCCESS  # it completed when earlier work ran
+        if event.recorded_on is not None and event.recorded_on is not stream.chip:
+            return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtStreamWaitEvent: the event is recorded "
+                        f"on a stream of another Chip object ({event.recorded_on.name}) than "
+                        f"this stream's ({stream.chip.name}); streams that share events must "
+                        f"share one Chip: create them with the same Chip, or synchronise the "
+                        f"other first")
+        pending.program_stream(stream).wait(event._in(pending.program))
     return ACL_SUCCESS
 
 
@@ -269,15 +227,25 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
     Outputs are copied into their tensors and each stream's ``results`` grows by its
     kernels' RunResults. On failure (a race, a wait on an event never recorded, a cycle
     of waits) nothing runs, no tensor changes, the enqueued work is dropped, and the
-    status says why (:func:`aclGetRecentErrMsg`).
+    status says why (:func:`aclGetRecentErrMsg`); the other streams whose kernels were in
+    that work report it at their next synchronisation. A thread synchronising while
+    another thread's synchronisation runs its kernels waits for that run to end.
     """
     bad = _check_stream(stream, "aclrtSynchronizeStream")
     if bad:
         return bad
+    with stream.chip.lock:  # one run at a time on the chip's memory
+        status = _run_pending(stream)
+    if status == ACL_SUCCESS and stream.failure is not None:
+        message, stream.failure = stream.failure, None
+        return fail(ACLNN_ERR_PARAM_INVALID, message)
+    return status
+
+
+def _run_pending(stream: Stream) -> int:
     chip = stream.chip
-    with _pending_lock:
-        pending = _pending.pop(id(chip), None)
-    if pending is None or pending.chip is not chip or not pending.calls:
+    pending = runtime_of(chip).take()
+    if not pending.calls:
         return ACL_SUCCESS
     sources = [(array, address) for key, (array, address) in pending.buffers.items()
                if key in pending.host]
@@ -291,6 +259,10 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
     try:
         result = pending.program.run(numerics=True, initial=Initial(spans, copy_in))
     except DspSimError as exc:
+        for owner, _, _ in pending.calls:
+            if owner is not stream:
+                owner.failure = (f"aclrtSynchronizeStream: this stream's kernels did not run: "
+                                 f"{exc}")
         return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtSynchronizeStream: {exc}")
     for key, arrays in pending.outputs.items():
         address = pending.buffers[key][1]
@@ -305,4 +277,27 @@ def aclrtSynchronizeStream(stream: Stream) -> int:
         owner.program_result = result
         if on_result is not None:
             on_result(records[index].result)
+    return ACL_SUCCESS
+
+
+def aclrtDestroyStream(stream: Stream) -> int:
+    """Destroy ``stream``: the work enqueued on its chip runs first (as
+    :func:`aclrtSynchronizeStream`), then the stream refuses further use."""
+    status = aclrtSynchronizeStream(stream)
+    if not isinstance(stream, Stream) or stream.destroyed:
+        return status
+    stream.destroyed = True
+    return status
+
+
+def aclrtResetDevice(chip: Chip) -> int:
+    """Drop every kernel, record and wait enqueued on ``chip`` and not yet run: no tensor
+    changes, and the chip's streams start afresh (the runtime's device reset)."""
+    if not isinstance(chip, Chip):
+        return fail(ACLNN_ERR_PARAM_INVALID, f"aclrtResetDevice: {chip!r} is not a Chip; pass "
+                    f"the chip of the streams, e.g. stream.chip")
+    with chip.lock:
+        dropped = runtime_of(chip).take()
+    for event in dropped.recorded:
+        event.recorded_on, event.completed = None, False
     return ACL_SUCCESS

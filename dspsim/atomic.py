@@ -5,16 +5,20 @@ A write goes to a temporary file beside the target (``.trace-<pid>-<random>.tmp`
 0666 less the umask), is synced, and is renamed over the target only if the target is a
 regular file or nothing: a folder, a device, a pipe or a socket is never replaced, and a
 symbolic link is followed to the file it names. Temporary files left by a writer that
-was killed are removed by the next write into the same folder.
+was killed are removed by the next write into the same folder. Within
+:func:`command_inputs`, no write replaces one of the command's input files.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import os
 import re
 import stat
 import tempfile
 import time
+from typing import Iterable, Iterator
 
 from dspsim.sim.errors import ArgumentError
 
@@ -25,10 +29,64 @@ _TEMP_NAME = re.compile(r"^\.trace-(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$")
 STALE_SECONDS = 3600.0
 
 
+#: the input files of the command running: (shown path, real path, (device, inode))
+_INPUTS: contextvars.ContextVar[tuple] = contextvars.ContextVar("dspsim_inputs", default=())
+
+
+@contextlib.contextmanager
+def command_inputs(paths: Iterable) -> Iterator[None]:
+    """Within the block, every output (:func:`check_target`, and saved folders) that is one
+    of ``paths`` - by real path or as the same file under another name - is refused.
+
+    Paths that name no regular file (chip names such as ``ft78ne``) are ignored.
+    """
+    found = []
+    for path in paths:
+        try:
+            shown = os.fsdecode(path)
+            info = os.stat(shown)
+        except (TypeError, ValueError, OSError):
+            continue
+        if stat.S_ISREG(info.st_mode):
+            found.append((shown, os.path.realpath(shown), (info.st_dev, info.st_ino)))
+    token = _INPUTS.set(_INPUTS.get() + tuple(found))
+    try:
+        yield
+    finally:
+        _INPUTS.reset(token)
+
+
+def check_not_input(target: str, shown: str, what: str) -> None:
+    """An ArgumentError if writing ``target`` would replace an input of the command."""
+    inputs = _INPUTS.get()
+    if not inputs:
+        return
+    real = os.path.realpath(target)
+    try:
+        info = os.stat(real)
+        identity = (info.st_dev, info.st_ino)
+    except OSError:
+        identity = None
+    for source, source_real, source_identity in inputs:
+        if real == source_real or identity == source_identity:
+            raise ArgumentError(f"cannot write the {what} to {shown}: it is {source}, an input "
+                                f"of this command, which the {what} would replace; give "
+                                f"another path")
+
+
+def as_path(path, what: str = "trace") -> str:
+    """``path`` (str, bytes or os.PathLike) as a str; an ArgumentError for anything else."""
+    try:
+        return os.fsdecode(path)
+    except TypeError:
+        raise ArgumentError(f"the {what} path {path!r:.60} is a {type(path).__name__}; give a "
+                            f"file path (str, bytes or pathlib.Path)") from None
+
+
 def check_target(path: str | os.PathLike, what: str = "trace") -> str:
     """The real path a ``what`` (trace, plot) named ``path`` would be written to; an
     ArgumentError, before anything is done, if it can never become that file."""
-    shown = os.fspath(path)
+    shown = as_path(path, what)
     if not shown:
         raise ArgumentError(f"the {what} path is empty; give a file name")
     if _through_proc(shown):
@@ -52,11 +110,12 @@ def check_target(path: str | os.PathLike, what: str = "trace") -> str:
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise ArgumentError(f"cannot write the {what} to {shown}: it exists and is not a "
                             f"regular file (a device, pipe or socket); give another path")
+    check_not_input(target, shown, what)
     folder, name = os.path.split(target)
     limit = _name_max(folder)
     if len(os.fsencode(name)) > limit:
         raise ArgumentError(f"cannot write the {what} to {shown}: its file name has "
-                            f"{len(os.fsencode(name))} bytes, more than the {limit} the file "
+                            f"{len(os.fsencode(name)):,} bytes, more than the {limit} the file "
                             f"system allows; give a shorter name")
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise ArgumentError(f"cannot write the {what} to {shown}: {folder} is not a folder")
@@ -160,7 +219,7 @@ def write_atomically(data: bytes, path: str | os.PathLike, what: str = "trace", 
     ArgumentError subclass, so that a caller such as a sweep's row store can name its
     own kind) saying what could not be written where. Returns ``path``."""
     try:
-        return _write(data, os.fspath(path), what, make_folder)
+        return _write(data, as_path(path, what), what, make_folder)
     except ArgumentError as exc:
         if error is ArgumentError or isinstance(exc, error):
             raise

@@ -89,6 +89,7 @@ def bind_call(cname: kernels.CName, memory: Memory, args: tuple, kwargs: dict, *
     if require_written:
         for operand in op.inputs:
             memory.check_written(spans[operand])
+    warnings.extend(_reinterpreted(memory, cname, {n: spans[n] for n in op.inputs}))
     return BoundCall(cname, length, tuple(Operand(n, spans[n]) for n in op.inputs),
                      Operand(op.output, spans[op.output]), params, cores, core_mask,
                      tuple(warnings))
@@ -119,6 +120,22 @@ def _check_private(name: str, spans: dict[str, Span]) -> int:
         raise AddressError(f"{name}: operands are split across cores' L2 ({where}); a "
                            f"private-storage call runs on one core: put them in one L2")
     return owners.pop()
+
+
+def _reinterpreted(memory: Memory, cname, spans: dict) -> list[str]:
+    """A warning for each input whose bytes were written as another dtype than the call
+    reads them as: the call computes on reinterpreted bytes, not on converted values."""
+    reads = np.dtype(cname.dtype.numpy).name
+    warnings = []
+    for operand, span in spans.items():
+        others = sorted(memory.written_dtypes(span) - {reads})
+        if others:
+            warnings.append(
+                f"{cname.name}: {operand} at {span.address:#x} was written as "
+                f"{' and '.join(others)} and is read as {reads} ({cname.dtype.name}): the "
+                f"bytes are reinterpreted, not converted; write it as {reads} "
+                f"(array.astype(numpy.{reads}))")
+    return warnings
 
 
 def _cores_of_mask(config: ChipConfig, name: str, mask,

@@ -9,6 +9,7 @@ Nothing is written to simulated memory until every check has passed.
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -65,6 +66,9 @@ class Chip:
         #: the ``kernels`` given (never shared with another chip)
         self.kernels = library.kernel_set(kernels)
         self.memory = Memory(self.config)
+        #: Threads may share a chip: memory writes, reads, calls and program runs hold this
+        #: lock, so that each sees the memory as a whole (see docs/threads.md).
+        self.lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"Chip({self.config.name!r}, {self.config.cores} cores)"
@@ -81,16 +85,19 @@ class Chip:
         except (ValueError, TypeError) as exc:  # ragged nested lists, among others
             raise ArgumentError(f"cannot store {type(array).__name__} at {address!r}: "
                                 f"{str(exc).splitlines()[0]}; pass a numpy array") from None
-        self.memory.write(address, data, core=core)
+        with self.lock:
+            self.memory.write(address, data, core=core)
 
     def zero(self, address: int, count: int, dtype, *, core: int | None = None) -> None:
         """Store ``count`` zeros of ``dtype`` at ``address``; free of host memory where the
         bytes were never written (inputs of timing-only calls, whose data does not matter)."""
-        self.memory.zero(address, count, _numpy_dtype(dtype), core=core)
+        with self.lock:
+            self.memory.zero(address, count, _numpy_dtype(dtype), core=core)
 
     def read(self, address: int, count: int, dtype, *, core: int | None = None) -> np.ndarray:
         """A copy of ``count`` elements of ``dtype`` (numpy dtype or fp32/fp16/bf16)."""
-        return self.memory.read(address, count, _numpy_dtype(dtype), core=core)
+        with self.lock:
+            return self.memory.read(address, count, _numpy_dtype(dtype), core=core)
 
     # --------------------------------------------------------------- operator names
     def operator_names(self) -> list[str]:
@@ -153,8 +160,9 @@ class Chip:
         """
         numerics = _check_numerics(numerics)
         _check_options(name, fidelity, tile_bytes)
-        bound = self.bind(name, args, kwargs, core=core)
-        return PreparedCall(self, bound, fidelity, tile_bytes).finish(numerics=numerics)
+        with self.lock:
+            bound = self.bind(name, args, kwargs, core=core)
+            return PreparedCall(self, bound, fidelity, tile_bytes).finish(numerics=numerics)
 
     def prepare(self, name: str, *args, core: int | None = None, fidelity: str = "fast",
                 tile_bytes: int | None = None, **kwargs) -> "PreparedCall":
@@ -176,8 +184,10 @@ class Chip:
         ``require_written=False`` leaves out the check that the inputs hold data, for a
         caller that writes them once the call is known to be valid.
         """
-        return bind_call(self.resolve(name), self.memory, args, kwargs, core=core,
-                         require_written=require_written)
+        cname = self.resolve(name)
+        with self.lock:  # it reads which bytes hold data
+            return bind_call(cname, self.memory, args, kwargs, core=core,
+                             require_written=require_written)
 
 
 class PreparedCall:
@@ -209,10 +219,11 @@ class PreparedCall:
         """Compute the result into the destination (unless ``numerics=False``) and return
         the call's RunResult; the inputs must have been written."""
         chip, bound = self.chip, self.bound
-        for operand in bound.inputs:
-            chip.memory.check_written(operand.span)
-        if numerics:
-            compute_into_destination(chip.memory, bound)
+        with chip.lock:
+            for operand in bound.inputs:
+                chip.memory.check_written(operand.span)
+            if numerics:
+                compute_into_destination(chip.memory, bound)
         return call_result(chip.config, bound, self.timing, self.fidelity)
 
 

@@ -42,11 +42,11 @@ def place_operands(config: ChipConfig, cname: CName, length: int,
     if cname.storage == "shared" and region is not None and region != config.ddr.name:
         region_config = config.level(region)
         bases = _back_to_back(len(op.inputs) + 1, nbytes, region_config.base_address)
-        where = f"{region} ({region_config.size_bytes} bytes)"
+        where = f"{region} ({region_config.size_bytes:,} bytes)"
         if not _fits(bases, nbytes, region_config.base_address, region_config.end_address):
             raise CapacityError(
-                f"{cname.name}: {len(bases)} operands of {length} {cname.dtype.name} elements "
-                f"({nbytes} bytes each) do not fit in {where}; use a smaller length or DDR")
+                f"{cname.name}: {len(bases)} operands of {length:,} {cname.dtype.name} elements "
+                f"({nbytes:,} bytes each) do not fit in {where}; use a smaller length or DDR")
         return dict(zip(op.inputs + (op.output,), bases))
     if cname.storage == "shared":
         region = config.ddr
@@ -56,7 +56,7 @@ def place_operands(config: ChipConfig, cname: CName, length: int,
             if _fits(bases, nbytes, lo, hi):
                 return dict(zip(op.inputs + (op.output,), bases))
         bases = _back_to_back(len(op.inputs) + 1, nbytes, lo)
-        where = f"{region.name} ({region.size_bytes} bytes)"
+        where = f"{region.name} ({region.size_bytes:,} bytes)"
     else:
         lo = config.l2.base_address
         hi = lo + config.l2.size_bytes
@@ -65,11 +65,11 @@ def place_operands(config: ChipConfig, cname: CName, length: int,
             if _fits(bases, nbytes, lo, hi):
                 return dict(zip(op.inputs + (op.output,), bases))
         bases = _back_to_back(len(op.inputs) + 1, nbytes, lo)
-        where = f"core 0's L2 ({config.l2.size_bytes} bytes)"
+        where = f"core 0's L2 ({config.l2.size_bytes:,} bytes)"
     if not _fits(bases, nbytes, lo, hi):
         raise CapacityError(
-            f"{cname.name}: {len(bases)} operands of {length} {cname.dtype.name} elements "
-            f"({nbytes} bytes each) do not fit in {where}; use a smaller length"
+            f"{cname.name}: {len(bases)} operands of {length:,} {cname.dtype.name} elements "
+            f"({nbytes:,} bytes each) do not fit in {where}; use a smaller length"
             + (f" or the shared-storage version {cname.name[:-2]}_s" if cname.storage == "private"
                else ""))
     return dict(zip(op.inputs + (op.output,), bases))

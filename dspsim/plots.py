@@ -8,9 +8,13 @@ display.
 """
 from __future__ import annotations
 
+import io
 import math
 import os
 from typing import Any, Iterable
+
+from dspsim.atomic import as_path, check_target, write_atomically
+from dspsim.sim.errors import ArgumentError
 
 Row = dict[str, Any]
 MAX_COLUMNS = 3
@@ -62,11 +66,38 @@ def line_style(plt, index: int) -> dict:
             "markersize": max(4.0, 9.0 - 1.6 * index), "linestyle": "-"}
 
 
-def save_figure(fig, path: str) -> str:
-    """Write ``fig`` as a PNG, creating the folder; returns the path."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    return path
+#: the image formats a figure is written in, by the file name's ending
+IMAGE_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+
+
+def image_format(path, what: str = "plot") -> str:
+    """The format a figure named ``path`` is written in; an ArgumentError for a name
+    whose ending is none of .png, .svg and .pdf (never PNG bytes under another name)."""
+    shown = as_path(path, what)
+    ending = os.path.splitext(shown)[1]
+    if ending.lower() not in IMAGE_FORMATS:
+        told = f"ends in {ending}" if ending else "has no ending"
+        raise ArgumentError(f"cannot write the {what} to {shown}: its name {told}; give a "
+                            f"name ending in .png, .svg or .pdf")
+    return IMAGE_FORMATS[ending.lower()]
+
+
+def check_image_target(path, what: str = "plot") -> str:
+    """Refuse, before any work, a path a figure can never be written to (its format or the
+    file it names); returns the real path."""
+    target = check_target(path, what)
+    image_format(path, what)
+    return target
+
+
+def save_figure(fig, path, what: str = "plot") -> str:
+    """Write ``fig`` atomically in the format its name asks for (see :data:`IMAGE_FORMATS`),
+    creating the folder; returns the path."""
+    fmt = image_format(path, what)
+    check_target(path, what)
+    image = io.BytesIO()
+    fig.savefig(image, format=fmt, dpi=110, bbox_inches="tight")
+    return write_atomically(image.getvalue(), path, what)
 
 
 #: Marker of each bounding resource, the same in every sweep figure.

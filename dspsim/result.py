@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,10 +12,14 @@ import numpy as np
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import ENGINES, Timing
-from dspsim.atomic import writer_alive
+from dspsim.sim.engine.roofline import ROOFLINE_TERMS
+from dspsim.sim.engine.tiling import NO_TILING
+from dspsim.atomic import check_target
+from dspsim.saved import check_folder, write_folder
 from dspsim.tables import json_text, to_jsonable
 from dspsim.traces.build import model_from_timing
 from dspsim.traces.formats import TraceModel, chrome_from_model, encode_trace, write_trace
+from dspsim.words import count
 
 #: the files a saved run holds (see RunResult.save)
 SAVED_FILES = {"result": "result.json", "trace": "trace.pftrace", "chip": "chip.yaml"}
@@ -53,7 +57,7 @@ class CoreResult:
 
     def __repr__(self) -> str:
         return (f"CoreResult(core {self.core}: elements [{self.start:,}, {self.stop:,}), "
-                f"{self.tiles} tiles, finish {self.finish_cycle:,.0f})")
+                f"{count(self.tiles, 'tile')}, finish {self.finish_cycle:,.0f})")
 
 
 @dataclass
@@ -96,7 +100,7 @@ class RunResult(TimedInCycles):
     def __repr__(self) -> str:
         mask = "" if self.core_mask is None else f", core_mask {self.core_mask:#x}"
         return (f"RunResult({self.operator} on {self.chip}, {self.length:,} x {self.dtype}"
-                f"{mask}: {self.cycles:,} cycles = {self.microseconds:,.3f} us, bound by "
+                f"{mask}: {count(self.cycles, 'cycle')} = {self.microseconds:,.3f} µs, bound by "
                 f"{self.bound})")
 
 
@@ -134,6 +138,7 @@ class RunResult(TimedInCycles):
         """Write the trace to ``path`` atomically; returns the path. A name ending in
         ``.json`` gets Chrome JSON, any other (``.pftrace``) Perfetto's protobuf, unless
         ``fmt`` (``"protobuf"`` or ``"json"``) says."""
+        check_target(path)  # before building the trace: a bad path fails fast
         return write_trace(self.trace_model(), path, fmt)
 
     def to_dict(self) -> dict[str, Any]:
@@ -147,6 +152,12 @@ class RunResult(TimedInCycles):
             data[name] = to_jsonable(getattr(self, name))
         for core, entry in zip(self.per_core, data["per_core"]):
             entry["elements"] = core.elements
+        # one key set for every call kind: what a call has none of is null, not missing
+        data["roofline_terms"] = {**{term: None for term in ROOFLINE_TERMS},
+                                  **data["roofline_terms"]}
+        for holder in (data, data.get("metadata") or {}):
+            if "tiling" in holder and holder["tiling"] is None:
+                holder["tiling"] = dict(NO_TILING)
         return data
 
     @classmethod
@@ -155,30 +166,46 @@ class RunResult(TimedInCycles):
         names = {f.name for f in dataclasses.fields(cls) if f.metadata.get("json", True)}
         core_names = {f.name for f in dataclasses.fields(CoreResult)}
         values = {k: v for k, v in data.items() if k in names}
+        if "roofline_terms" in values:
+            values["roofline_terms"] = {k: v for k, v in values["roofline_terms"].items()
+                                        if v is not None}
+        if values.get("tiling") == NO_TILING:
+            values["tiling"] = None
         values["per_core"] = [CoreResult(**{k: v for k, v in c.items() if k in core_names})
                               for c in data.get("per_core", [])]
         values["cores"] = tuple(values.get("cores", ()))
         return cls(**values)
 
-    def save(self, folder, *, chip_yaml: str, extra: dict[str, Any] | None = None) -> dict:
+    def save(self, folder, *, chip_yaml: str, extra: dict[str, Any] | None = None,
+             force: bool = False, document: dict[str, Any] | None = None) -> dict:
         """Keep this run so that it can be reproduced and compared: ``result.json`` (this
         result's :meth:`to_dict`, with ``extra`` such as the command and the numeric
         check), ``trace.pftrace`` (Perfetto's protobuf) and ``chip.yaml``, the exact chip
         description it ran on.
 
-        ``folder`` is created, or may be empty or hold an earlier save (whose files are
-        replaced). All three files are written before any is moved into place, so a failure
-        leaves the folder as it was. Returns the paths written, by kind.
+        ``folder`` is created, or may be empty or hold this same run; a folder holding
+        another saved run is replaced only with ``force``. The files are written into a
+        staging folder that is swapped in whole (:mod:`dspsim.saved`), so a failure or a
+        kill leaves the folder as it was. ``document`` replaces the whole of
+        ``result.json`` (its ``result`` must be this result's :meth:`to_dict`). Returns the
+        paths written, by kind.
         """
-        document = {"result": self.to_dict(), **(extra or {}),
-                    "files": dict(SAVED_FILES)}
+        check_folder(folder, tuple(SAVED_FILES.values()) + FORMER_FILES)
+        if not isinstance(chip_yaml, str):
+            raise ArgumentError(f"chip_yaml must be the chip file's text (a str), got "
+                                f"{type(chip_yaml).__name__}; pass chip.description_yaml of a chip "
+                                f"loaded from a name or a file")
+        if document is None:  # else the caller's, written as given (what --json prints)
+            document = {"result": self.to_dict(), **(extra or {}),
+                        "files": dict(SAVED_FILES)}
         contents = {
             "result": json_text(document).encode("utf-8"),
             "trace": encode_trace(self.trace_model(), "protobuf"),
             "chip": chip_yaml.encode("utf-8"),
         }
-        written = write_folder(os.fspath(folder),
-                               {SAVED_FILES[k]: v for k, v in contents.items()})
+        written = write_folder(folder, {SAVED_FILES[k]: v for k, v in contents.items()},
+                               force=force, former=FORMER_FILES,
+                               same=lambda path: _same_run(path, document, contents["chip"]))
         return {kind: written[name] for kind, name in SAVED_FILES.items()}
 
     def to_row(self) -> dict[str, Any]:
@@ -224,81 +251,20 @@ def make_result(*, timing: Timing, metadata: dict[str, Any], ddr_peak_gbps: floa
         timing=timing if keep_timing else None, metadata=metadata)
 
 
-def write_folder(folder: str, files: dict[str, bytes]) -> dict[str, str]:
-    """Write ``files`` (name -> bytes) into ``folder`` all or nothing.
-
-    They are written and synced in a fresh sibling folder first; a new ``folder`` is that
-    folder renamed, an existing one (empty, or holding only these names) gets each file
-    renamed into it.
-    """
-    folder = os.path.abspath(folder)
-    check_folder(folder, tuple(files) + FORMER_FILES)
-    parent = os.path.dirname(folder)
-    prefix = f".{os.path.basename(folder)[:100]}.saving-"
-    staging = os.path.join(parent, f"{prefix}{os.getpid()}-{secrets.token_hex(4)}")
+def _same_run(folder: str, document: dict, chip: bytes) -> bool:
+    """Whether ``folder`` holds a save of this same run: the same result, seed and operands
+    on the same chip text (how it was asked for, such as the command line, may differ)."""
     try:
-        os.makedirs(parent, exist_ok=True)
-        _remove_abandoned_staging(parent, prefix)
-        os.mkdir(staging)
-        for name, data in files.items():
-            with open(os.path.join(staging, name), "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-        if os.path.isdir(folder):
-            for name in files:
-                os.replace(os.path.join(staging, name), os.path.join(folder, name))
-            os.rmdir(staging)
-            for name in FORMER_FILES:  # an earlier save's trace, in its former format
-                if name not in files and os.path.isfile(os.path.join(folder, name)):
-                    os.unlink(os.path.join(folder, name))
-        else:
-            os.rename(staging, folder)
-    except OSError as exc:
-        _remove_tree(staging)
-        raise ArgumentError(f"cannot save to {folder}: {exc.strerror or exc}") from None
-    except BaseException:
-        _remove_tree(staging)
-        raise
-    return {name: os.path.join(folder, name) for name in files}
-
-
-def check_folder(folder: str, names=tuple(SAVED_FILES.values()) + FORMER_FILES) -> None:
-    """An ArgumentError unless ``folder`` is new, empty, or holds only files of ``names``."""
-    if not os.path.lexists(folder):
-        return
-    if not os.path.isdir(folder) or os.path.islink(folder):
-        raise ArgumentError(f"cannot save to {folder}: it exists and is not a folder")
-    try:
-        others = sorted(set(os.listdir(folder)) - set(names))
-    except OSError as exc:
-        raise ArgumentError(f"cannot save to {folder}: {exc.strerror}") from None
-    if others:
-        raise ArgumentError(f"cannot save to {folder}: it holds other files ({others[0]}"
-                            f"{', ...' if len(others) > 1 else ''}); choose a new or empty "
-                            f"folder")
-
-
-def _remove_abandoned_staging(parent: str, prefix: str) -> None:
-    """Remove the staging folders of earlier saves whose process was killed mid-save."""
-    for name in os.listdir(parent):
-        if not name.startswith(prefix):
-            continue
-        pid = name[len(prefix):].partition("-")[0]
-        if pid.isdigit() and not writer_alive(int(pid)):
-            _remove_tree(os.path.join(parent, name))
-
-
-def _remove_tree(path: str) -> None:
-    """Remove a staging folder of regular files, if it is still there."""
-    if not os.path.isdir(path) or os.path.islink(path):
-        return
-    for name in os.listdir(path):
-        try:
-            os.unlink(os.path.join(path, name))
-        except OSError:
-            pass
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
+        with open(os.path.join(folder, SAVED_FILES["chip"]), "rb") as handle:
+            if handle.read(len(chip) + 1) != chip:
+                return False
+        with open(os.path.join(folder, SAVED_FILES["result"]), encoding="utf-8") as handle:
+            earlier = json.load(handle)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return False
+    if not isinstance(earlier, dict):
+        return False
+    now = json.loads(json.dumps(to_jsonable(document)))
+    return all(earlier.get(k) == now.get(k) for k in ("result", "seed", "operands", "numerics"))

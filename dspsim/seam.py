@@ -38,6 +38,7 @@ mask), ``checked.CheckedRun`` (a RunResult with its numeric check) and
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -67,6 +68,8 @@ class Launcher(Protocol):
 
     config: ChipConfig
     memory: Memory
+    #: held by memory writes, reads, calls and program runs (threads may share a chip)
+    lock: threading.RLock
 
     @property
     def name(self) -> str: ...
@@ -125,7 +128,7 @@ def compute_into_destination(memory: Memory, bound: BoundCall) -> None:
         for first in range(0, bound.length, BLOCK_ELEMENTS):
             block = slice(first, first + BLOCK_ELEMENTS)
             destination[block] = compute(*(array[block] for array in inputs), **bound.params)
-    memory.mark_written(bound.output.span)
+    memory.mark_written(bound.output.span, dtype)
 
 
 def call_metadata(config: ChipConfig, bound: BoundCall, timing: Timing,

@@ -19,7 +19,7 @@ bound, where the dtype-faithful product is inf * 0 = NaN or an infinity of eithe
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ml_dtypes
 import numpy as np
@@ -80,6 +80,8 @@ class Check:
     failures: int = 0  # elements that meet no rule, NaN and infinity mismatches included
     first_failure: int | None = None  # index of the first failing element
     rule: str = ""  # the rules applied, in words
+    #: elements each rule accepted, first rule first ("2 ULP": n, ...): which clause passed
+    accepted_by: dict[str, int] = field(default_factory=dict)
 
 
 def ordinal(values: np.ndarray) -> np.ndarray:
@@ -137,6 +139,16 @@ def compare(result: np.ndarray, reference: np.ndarray, dtype: DType,
             bound = np.broadcast_to(np.asarray(tolerance.bound, dtype=np.float64), exact.shape)
             by_bound = error <= bound
     accepted = finite & (by_ulps | by_relative | by_absolute | by_bound)
+    accepted_by = {}
+    remaining = finite.copy()
+    for label, passed in ((f"{tolerance.ulps:g} ULP", by_ulps),
+                          (f"relative {tolerance.relative:g}", by_relative),
+                          (f"absolute {tolerance.absolute:g}", by_absolute),
+                          ("the operator's bound", by_bound)):
+        count = int(np.count_nonzero(remaining & passed))
+        if count:
+            accepted_by[label] = count
+        remaining &= ~passed
     failing = ~(accepted | indeterminate | (nan_got & nan_want)
                 | (inf_involved & ~inf_mismatch))
 
@@ -158,6 +170,7 @@ def compare(result: np.ndarray, reference: np.ndarray, dtype: DType,
         failures=failures,
         first_failure=int(np.argmax(failing)) if failures else None,
         rule=tolerance.describe(),
+        accepted_by=accepted_by,
     )
 
 
@@ -181,4 +194,13 @@ def merge_checks(parts: list[tuple[int, Check]]) -> Check:
         failures=failures,
         first_failure=first_failure,
         rule=max((c.rule for c in checks), key=len),  # the one naming every rule applied
+        accepted_by=_summed([c.accepted_by for c in checks]),
     )
+
+
+def _summed(counts: list[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for part in counts:
+        for label, count in part.items():
+            total[label] = total.get(label, 0) + count
+    return total

@@ -7,14 +7,19 @@ were never written is an error rather than silent zeros.
 """
 from __future__ import annotations
 
-import bisect
 import mmap
 from dataclasses import dataclass
+
+try:  # POSIX only: the address-space limit, named when a region cannot be reserved
+    import resource
+except ImportError:
+    resource = None
 
 import numpy as np
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.errors import AddressError, ArgumentError, DTypeError
+from dspsim.sim.intervals import DtypeMap, IntervalSet  # noqa: F401 - part of this API
+from dspsim.sim.errors import AddressError, ArgumentError, CapacityError, DTypeError
 
 
 def _check_storable(dtype: np.dtype) -> None:
@@ -25,45 +30,37 @@ def _check_storable(dtype: np.dtype) -> None:
                          f"numpy.float32")
 
 
-class IntervalSet:
-    """A set of disjoint half-open byte intervals, merged on insertion."""
-
-    def __init__(self) -> None:
-        self._starts: list[int] = []
-        self._ends: list[int] = []
-
-    def add(self, start: int, end: int) -> None:
-        if end <= start:
-            return
-        i = bisect.bisect_left(self._ends, start)  # first interval that may touch
-        j = bisect.bisect_right(self._starts, end)  # past the last that may touch
-        if i < j:
-            start = min(start, self._starts[i])
-            end = max(end, self._ends[j - 1])
-        self._starts[i:j] = [start]
-        self._ends[i:j] = [end]
-
-    def first_gap(self, start: int, end: int) -> tuple[int, int] | None:
-        """The first sub-range of [start, end) not in the set, or None if all is covered."""
-        if end <= start:
-            return None
-        i = bisect.bisect_right(self._starts, start) - 1
-        if i >= 0 and self._ends[i] >= end:
-            return None
-        gap_start = start if i < 0 or self._ends[i] <= start else self._ends[i]
-        nxt = bisect.bisect_right(self._starts, gap_start)
-        gap_end = min(end, self._starts[nxt]) if nxt < len(self._starts) else end
-        return gap_start, gap_end
+def _no_address_space(size: int, label: str, exc: Exception) -> str:
+    """Why ``size`` bytes of host address space could not be reserved, and the fix."""
+    reason = getattr(exc, "strerror", None) or str(exc)
+    limit = ""
+    try:
+        if resource is None:
+            raise ImportError("no resource module on this system")
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limit = (f"; this process may use {soft:,} bytes of address space (ulimit -v "
+                     f"{soft // 1024:,} KiB)")
+    except (ImportError, OSError, ValueError):
+        pass
+    return (f"cannot reserve {size:,} bytes of host address space for {label} ({reason})"
+            f"{limit}; raise the limit (ulimit -v unlimited), or give the chip file a "
+            f"smaller memory size (its memory section's size_mib or size_kib): only the "
+            f"pages written use real memory, but the whole region needs address space")
 
 
 class Storage:
     """The bytes of one region: a lazily committed anonymous mapping."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, label: str = "memory") -> None:
         self.size = size
-        self._map = mmap.mmap(-1, size)
+        try:
+            self._map = mmap.mmap(-1, size)
+        except (OSError, OverflowError, ValueError) as exc:
+            raise CapacityError(_no_address_space(size, label, exc)) from None
         self.buffer = np.frombuffer(self._map, dtype=np.uint8)
         self.written = IntervalSet()
+        self.dtypes = DtypeMap()
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,8 @@ class Memory:
 
     def __init__(self, config: ChipConfig) -> None:
         self.config = config
-        self._shared = {r.name: Storage(r.size_bytes) for r in config.shared_regions}
+        self._shared = {r.name: Storage(r.size_bytes, f"{config.name}'s {r.name}")
+                        for r in config.shared_regions}
         self._l2: dict[int, Storage] = {}
 
     # --------------------------------------------------------------- address resolution
@@ -178,7 +176,8 @@ class Memory:
         if span.core is None:  # a shared level; a private one belongs to a core
             return self._shared[span.region]
         if span.core not in self._l2:
-            self._l2[span.core] = Storage(self.config.l2.size_bytes)
+            self._l2[span.core] = Storage(self.config.l2.size_bytes,
+                                          f"{self.config.name}'s core {span.core} L2")
         return self._l2[span.core]
 
     def view(self, span: Span, dtype: np.dtype) -> np.ndarray:
@@ -204,8 +203,16 @@ class Memory:
             start = gap[1]
         return gaps
 
-    def mark_written(self, span: Span) -> None:
-        self._storage(span).written.add(span.offset, span.end_offset)
+    def mark_written(self, span: Span, dtype=None) -> None:
+        """Record that the span's bytes hold data (written as ``dtype``, if known)."""
+        storage = self._storage(span)
+        storage.written.add(span.offset, span.end_offset)
+        if dtype is not None:
+            storage.dtypes.set(span.offset, span.end_offset, np.dtype(dtype).name)
+
+    def written_dtypes(self, span: Span) -> set[str]:
+        """The numpy dtype names the span's bytes were written as (by writes and calls)."""
+        return self._storage(span).dtypes.within(span.offset, span.end_offset)
 
     def write(self, address: int, array, *, core: int | None = None) -> Span:
         """Copy ``array`` (flattened, in its own dtype) to ``address``."""
@@ -213,7 +220,7 @@ class Memory:
         _check_storable(data.dtype)
         span = self.resolve(address, data.nbytes, core=core, alignment=data.dtype.itemsize)
         self.view(span, data.dtype)[:] = data
-        self.mark_written(span)
+        self.mark_written(span, data.dtype)
         return span
 
     def _elements(self, address, count, dtype, core) -> tuple[Span, np.dtype]:
@@ -237,11 +244,11 @@ class Memory:
         Bytes never written are already zero in the anonymous mapping, so they are only
         declared written: a large zero operand for a timing-only call costs no host memory.
         """
-        span, _ = self._elements(address, count, dtype, core)
+        span, _ = self._elements(address, count, dtype, core)  # _: the dtype, checked
         if self._storage(span).written.first_gap(span.offset, span.end_offset) != (
                 span.offset, span.end_offset):
             self.view(span, np.uint8)[:] = 0  # some bytes hold data: clear them for real
-        self.mark_written(span)
+        self.mark_written(span, _)
         return span
 
     def read(self, address: int, count: int, dtype, *, core: int | None = None) -> np.ndarray:

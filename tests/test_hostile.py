@@ -255,7 +255,9 @@ def test_chip_text_with_markup_is_printed_as_written(tmp_path):
                                       path, "--no-trace", columns=120)
     assert status == 0 and "on [bold red]chip[/] (1000 MHz)" in text
     status, text = dspsim_in_terminal("ops", "--chip", path, columns=200)
-    assert status == 0 and "[bold red]chip[/]: dtypes" in text
+    assert status == 0 and "[bold red]chip[/] cycles/iter" in text
+    status, text = dspsim_in_terminal("ops", "relu_grad", "--chip", path, columns=200)
+    assert status == 0 and "on [bold red]chip[/]: fp_relu_grad_s" in text
 
 
 def test_outputs_that_cannot_be_written_are_refused_before_running(tmp_path):

@@ -68,5 +68,6 @@ def determination(jacobian: np.ndarray, residuals: np.ndarray,
                 # beyond e^700 the spread overflows a float: say so rather than fail
                 spread = (f"±{math.expm1(std_error[j]):.0%}" if std_error[j] < 700
                           else "by a factor beyond 1e300")
-                reasons[j] = f"loosely determined: {spread} (one standard error)"
+                reasons[j] = (f"loosely determined: one standard error is {spread}, "
+                              f"beyond ±{math.expm1(LOOSE):.0%}")
     return Determination(sensitivity, largest, std_error, reasons)

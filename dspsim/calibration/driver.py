@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from typing import Mapping, Sequence
 
@@ -82,8 +83,22 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
         notes.append(f"the rows' best tile sizes still moved the fit after {MAX_ROUNDS} "
                      f"rounds; the values are fitted with the tiles of the last round but one")
 
+    ended = objective.ended  # how the last round's solver ended, before the checks below
     residuals = np.log(cycles) - np.log(measured_cycles)
-    found = determination(objective.jacobian(u, lower, upper), residuals, names)
+    jacobian = objective.jacobian(u, lower, upper)
+    found = determination(jacobian, residuals, names)
+    if ended != "converged" and _settled(jacobian, residuals, u, lower, upper,
+                                         found.std_error):
+        ended = "converged"  # out of budget, but where one more step would not move it
+    unfinished = {"budget": f"the budget of {budget} evaluations ran out before the fit "
+                            f"converged (--max-evaluations)",
+                  "not converged": "the solver stopped without converging"}.get(ended)
+    if unfinished:
+        short = ("the fit did not converge (its budget ran out)" if ended == "budget" else
+                 "the fit did not converge")
+        for j in range(len(names)):
+            found.reasons[j] = "; ".join(r for r in (short, found.reasons[j]) if r)
+    notes += structural_notes(names)
     written = [True] * len(names)
     rms = math.sqrt(float(np.mean(residuals ** 2)))
     for j, reason in enumerate(found.reasons):
@@ -117,9 +132,38 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
         keys=fits, rows=row_fits, evaluations=objective.evaluations + 1,
         simulations=timer.simulations, seconds=time.perf_counter() - started,
         cpu_seconds=time.process_time() - started_cpu, rounds=rounds,
-        message=f"fitted {len(keys)} key{'s' * (len(keys) != 1)} to {len(rows)} rows",
+        message=(f"fitted {len(keys)} key{'s' * (len(keys) != 1)} to {len(rows)} rows"
+                 if not unfinished else
+                 f"NOT converged ({unfinished}): {len(keys)} key{'s' * (len(keys) != 1)} "
+                 f"against {len(rows)} rows"),
         notes=notes, chip_text=model.text)
 
+
+
+def _settled(jacobian: np.ndarray, residuals: np.ndarray, u: np.ndarray, lower: np.ndarray,
+             upper: np.ndarray, spread: np.ndarray) -> bool:
+    """Whether the fit stands where it would stay: one more Gauss-Newton step (within the
+    bounds) moves every key by less than ROUND_MOVE or its standard error (within the
+    uncertainty the data leave)."""
+    if not np.all(np.isfinite(jacobian)) or not np.all(np.isfinite(residuals)):
+        return False
+    step = np.linalg.lstsq(jacobian, -residuals, rcond=None)[0]
+    moved = np.clip(u + step, lower, upper) - u
+    allowed = np.maximum(ROUND_MOVE, np.nan_to_num(spread, nan=0.0))
+    return bool(np.all(np.abs(moved) < allowed))
+
+
+#: keys that say what a chip is built of (how many, how wide, where), not how fast it runs
+STRUCTURAL_KEYS = re.compile(r"^cores$|lane_width_bits$|\.count$|^vector\.units\.|"
+                             r"size_(?:kib|mib|bytes)$|base_address$|core_stride_bytes$")
+
+
+def structural_notes(keys: Sequence[str]) -> list[str]:
+    """A warning for each structural key asked to be fitted."""
+    return [f"warning: {key} is structural (what the chip is built of, not a rate or a "
+            f"latency): fitted to cycles it moves only to make up for other errors of the "
+            f"model; fit rates and latencies instead (e.g. memory.ddr.efficiency, "
+            f"dma.setup_cycles)" for key in keys if STRUCTURAL_KEYS.search(key)]
 
 
 def _small_move(objective: Objective, moved: np.ndarray, cycles: np.ndarray,

@@ -69,6 +69,9 @@ class Objective:
         self.tiles: list | None = None
         self.best: tuple[float, np.ndarray] | None = None
         self.limited = False  # whether evaluations beyond the budget stop the fit
+        #: how the last local fit ended: "converged", "budget" (out of evaluations) or
+        #: "not converged" (the solver gave up)
+        self.ended = "converged"
         self.progress_of_round: list[float] = []  # best cost after each new evaluation
         self.last_jacobian: np.ndarray | None = None  # carried from one round to the next
 
@@ -211,12 +214,13 @@ def local_fit(objective: Objective, start: np.ndarray, lower: np.ndarray,
     objective.limited = True
     try:
         objective.residuals(start)
-        least_squares(objective.residuals, start,
-                      jac=objective.secant_jacobian(lower, upper),
-                      bounds=(lower, upper), method="trf", x_scale=1.0, ftol=FTOL,
-                      xtol=XTOL, gtol=1e-12)
+        solved = least_squares(objective.residuals, start,
+                               jac=objective.secant_jacobian(lower, upper),
+                               bounds=(lower, upper), method="trf", x_scale=1.0, ftol=FTOL,
+                               xtol=XTOL, gtol=1e-12)
+        objective.ended = "converged" if solved.status > 0 else "not converged"
     except _Stop:
-        pass
+        objective.ended = "budget"
     finally:
         objective.limited = False
     return objective.best[1] if objective.best is not None else start

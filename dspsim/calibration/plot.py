@@ -12,7 +12,7 @@ from dspsim.plots import pyplot, save_figure
 def plot_calibration(calibration: Calibration, path: str | os.PathLike) -> str:
     """Predicted against measured cycles on log-log axes, one marker per row before the fit
     (hollow) and after it (filled), the line predicted = measured and ±10% beside it.
-    Writes a PNG to ``path`` and returns the path."""
+    Writes ``path`` (.png, .svg or .pdf) and returns it."""
     plt = pyplot()
     measured = np.array([r.measurement.cycles for r in calibration.rows])
     before = np.array([r.before for r in calibration.rows], dtype=float)
@@ -44,6 +44,7 @@ def plot_calibration(calibration: Calibration, path: str | os.PathLike) -> str:
                  fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="upper left", fontsize=8)
-    save_figure(fig, os.fspath(path))
-    plt.close(fig)
-    return os.fspath(path)
+    try:
+        return save_figure(fig, path)
+    finally:
+        plt.close(fig)

@@ -1,15 +1,17 @@
 """``dspsim calibrate``: fit chip keys to measured cycles (see :mod:`dspsim.calibration`)."""
 from __future__ import annotations
 
+import math
 import os
-import stat
 
 import dspsim
+from dspsim.atomic import check_target
 from dspsim.calibration import Calibration, calibrate, parse_bounds
 from dspsim.calibration.fitted_yaml import write_fitted_chip
 from dspsim.calibration.plot import plot_calibration
 from dspsim.cli.args import add_kernels_option, name_list, parse_int
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
+from dspsim.plots import check_image_target
 from dspsim.sim.errors import ArgumentError
 
 DEFAULT_PLOT = "calibration.png"
@@ -34,7 +36,7 @@ def add_calibrate(sub) -> None:
                    "the chip allows); repeatable")
     p.add_argument("--out", default=None, metavar="FITTED.yaml",
                    help="write the chip file with the fitted values")
-    p.add_argument("--plot", default=None, metavar="PNG",
+    p.add_argument("--plot", default=None, metavar="IMAGE",
                    help=f"predicted-against-measured plot (default: FITTED.png beside --out, "
                    f"else {DEFAULT_PLOT})")
     p.add_argument("--no-plot", action="store_true", help="draw no plot")
@@ -44,16 +46,6 @@ def add_calibrate(sub) -> None:
     add_json_option(p, "the calibration")
     add_kernels_option(p)
     p.set_defaults(output_handler=cmd_calibrate)
-
-
-def _check_output(path: str, what: str, measured: str) -> None:
-    """Refuse, before fitting, a path that can never become the output file."""
-    if os.path.isdir(path):
-        raise ArgumentError(f"{what} {path} is a folder; give a file path")
-    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
-        raise ArgumentError(f"{what} {path} exists and is not a regular file; give another path")
-    if os.path.exists(measured) and os.path.exists(path) and os.path.samefile(path, measured):
-        raise ArgumentError(f"{what} {path} is the measurement file; give another path")
 
 
 def _plot_path(args) -> str | None:
@@ -70,9 +62,12 @@ def cmd_calibrate(args, out: Output) -> int:
     if args.max_evaluations is not None and args.max_evaluations < 1:
         raise ArgumentError(f"--max-evaluations {args.max_evaluations} must be at least 1")
     plot_path = _plot_path(args)
-    for path, what in ((args.out, "--out"), (plot_path, "--plot")):
-        if path:
-            _check_output(path, what, args.measured)
+    # every output is checked before the fit, which can take minutes; the inputs (the
+    # measurements and the chip file) are refused as outputs by check_target
+    if args.out:
+        check_target(args.out, "fitted chip file")
+    if plot_path:
+        check_image_target(plot_path, "calibration plot")
     with out.progress("calibrating") as advance:
         result = calibrate(args.chip, args.measured, keys, bounds,
                            max_evaluations=args.max_evaluations, progress=advance,
@@ -111,7 +106,7 @@ def render(result: Calibration, out: Output) -> None:
     rows = []
     for k in result.keys:
         spread = "-" if k.std_error is None or k.std_error != k.std_error else \
-            f"{k.std_error:.1%}"
+            f"±{math.expm1(k.std_error):.0%}" if k.std_error < 700 else "unbounded"
         verdict = "yes" if k.pinned else f"no: {k.reason}"
         if not k.written:
             verdict += "; left at its value"
@@ -131,4 +126,4 @@ def render(result: Calibration, out: Output) -> None:
              f"{result.mean_error_after:.2%} after; largest {result.max_error_before:.2%} "
              f"before, {result.max_error_after:.2%} after")
     for note in result.notes:
-        out.line(f"note: {note}")
+        out.line(note if note.startswith("warning:") else f"note: {note}")

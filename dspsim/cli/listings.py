@@ -9,7 +9,7 @@ from dspsim import kernels
 from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.sim.chip.load import ChipConfig, load_config, packaged_chips
-from dspsim.sim.errors import DspSimError
+from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.engine.vector import vector_cost
 
 
@@ -48,28 +48,33 @@ def chip_figures(cfg: ChipConfig, path: str) -> dict:
 
 
 def cmd_chips(args, out: Output) -> int:
-    chips = [(load_config(path), path) for _, path in sorted(packaged_chips().items())]
+    chips = [(load_config(path), path, name) for name, path in sorted(packaged_chips().items())]
     if args.json:
-        out.json([chip_figures(cfg, path) for cfg, path in chips])
+        out.json([{**chip_figures(cfg, path), "chip_option": name} for cfg, path, name in chips])
         return 0
     columns = [text_column("chip", key=True), number_column("cores"), number_column("clock"),
                text_column("dtypes"), number_column("lanes"), number_column("L2/core"),
-               number_column("DDR peak"), text_column("DMA"), text_column("file")]
+               number_column("DDR peak"), text_column("DMA"), text_column("--chip")]
     rows = []
-    for cfg, path in chips:
+    for cfg, path, name in chips:
         share = cfg.ddr.bandwidth_gbps / cfg.ddr.peak_bandwidth_gbps
         rows.append([cfg.name, str(cfg.cores), f"{cfg.clock_mhz:g} MHz", ", ".join(cfg.dtypes),
                      f"{cfg.vector.lane_width_bits} bits", f"{cfg.l2.size_bytes >> 10:,} KiB",
                      f"{cfg.ddr.peak_bandwidth_gbps:g} GB/s × {share:g}",
-                     cfg.dma.describe(),
-                     os.path.basename(path)])
-    out.table(columns, rows, title="packaged chips (or pass --chip PATH.yaml)")
+                     cfg.dma.describe(), name])
+    out.table(columns, rows, title="packaged chips: --chip takes the name in the last "
+              "column, or a chip file's path (copy one with `dspsim chips --json` 'file')")
     return 0
 
 
 # --------------------------------------------------------------------------- ops
 def add_ops(sub) -> None:
-    p = sub.add_parser("ops", help="list the operators with parameters, dtypes and cost")
+    p = sub.add_parser("ops", help="list the operators with parameters, dtypes and cost",
+                       description="A table of the operators, one line each; `dspsim ops NAME` "
+                       "says all about one (formula, arguments, instruction mix, cost on each "
+                       "chip).")
+    p.add_argument("name", nargs="?", default=None,
+                   help="an operator (e.g. relu_grad, or a C name such as hp_relu_grad_s)")
     p.add_argument("--chip", action="append", default=None,
                    help="chips to cost on (default: every packaged chip)")
     add_json_option(p, "the operators")
@@ -113,46 +118,87 @@ def operator_entry(op: kernels.Operator, chips: list[ChipConfig],
     }
 
 
+def operator_named(name: str, found: kernels.KernelSet) -> kernels.Operator:
+    """The operator of ``found`` a stem or a C name names; an ArgumentError with the
+    closest names."""
+    if name in found:
+        return found[name]
+    cname = found.parse(name)
+    if cname is not None:
+        return cname.operator
+    hint = kernels.closest(name, list(found))
+    raise ArgumentError(f"unknown operator {name!r}"
+                        + (f"; did you mean {', '.join(hint)}?" if hint else
+                           "; `dspsim ops` lists them"))
+
+
 def cmd_ops(args, out: Output) -> int:
     chips = [load_config(c) for c in (args.chip or sorted(packaged_chips()))]
     found = kernels.kernel_set(args.kernels or None)
+    if args.name is not None:
+        op = operator_named(args.name, found)
+        entry = operator_entry(op, chips, found.origins.get(op.stem))
+        if args.json:
+            out.json(entry)
+        else:
+            _detail(op, entry, chips, out)
+        return 0
     entries = [operator_entry(op, chips, found.origins.get(op.stem)) for op in found.values()]
     if args.json:
         out.json(entries)
         return 0
-    columns = [text_column("operator", key=True),
-               text_column("arguments (C order) and parameters"),
-               text_column("instruction mix per vector iteration")]
-    columns += [text_column(f"{cfg.name}: dtypes · cycles/iteration (elements)") for cfg in chips]
+    columns = [text_column("operator", key=True), text_column("what it computes"),
+               text_column("parameters")]
+    columns += [number_column(f"{cfg.name} cycles/iter") for cfg in chips]
     rows = []
     for op, entry in zip(found.values(), entries):
-        params = "; ".join(
-            f"{p['name']}" + (f" = {p['default']:g}" if p["default"] is not None else "")
-            + (f" (>= {p['minimum']:g})" if p["minimum"] is not None else "")
-            + (f" (<= {p['maximum']:g})" if p["maximum"] is not None else "")
-            for p in entry["params"])
-        per_chip = []
-        for cfg in chips:
-            cost = entry["chips"][cfg.name]
-            if "error" in cost:
-                per_chip.append(f"{' '.join(cost['dtypes'])}\n{cost['error']}")
-                continue
-            lanes = ", ".join(f"{kernels.DTYPES[d].prefix}_: {n}"
-                              for d, n in cost["elements_per_iteration"].items())
-            issued = ("" if cost["issued_mix"] == dict(op.mix) else "\nissues " + ", ".join(
-                f"{k}×{v}" for k, v in cost["issued_mix"].items()))  # the chip expands some
-            per_chip.append(f"{' '.join(cost['dtypes'])}\n{cost['cycles_per_iteration']:g} "
-                            f"cycles ({cost['bounding_unit']}-bound)\nelements/iteration "
-                            f"{lanes}{issued}")
-        rows.append([
-            Text.assemble((op.stem, "bold"), "\n", op.summary,
-                          *(("\n", (f"from {entry['declared_in']}", "dim"))
-                            if op.stem in found.origins else ())),
-            Text.assemble(f"{', '.join(op.args)}[, core_mask]" + (f"\n{params}" if params else ""),
-                          "\n", (op.formula, "dim")),
-            Text.assemble(", ".join(f"{k}×{v}" for k, v in op.mix.items()),
-                          *(("\n", (op.mix_note, "dim")) if op.mix_note else ())),
-            *per_chip])
-    out.table(columns, rows, title="operators (C name: <dtype prefix>_<name>_<s|p>)",
-              row_lines=True)
+        summary = (op.summary if op.stem not in found.origins
+                   else f"{op.summary} (from {entry['declared_in']})")
+        rows.append([op.stem, summary, _params_text(entry) or "-",
+                     *(_cost_text(entry["chips"][cfg.name]) for cfg in chips)])
+    out.table(columns, rows, title="operators (C name: <dtype prefix>_<name>_<s|p>; "
+              "`dspsim ops NAME` for one in full)")
     return 0
+
+
+def _params_text(entry: dict) -> str:
+    return "; ".join(
+        f"{p['name']}" + (f" = {p['default']:g}" if p["default"] is not None else "")
+        + (f" (>= {p['minimum']:g})" if p["minimum"] is not None else "")
+        for p in entry["params"])
+
+
+def _cost_text(cost: dict) -> str:
+    return "-" if "error" in cost else f"{cost['cycles_per_iteration']:g}"
+
+
+def _detail(op: kernels.Operator, entry: dict, chips: list[ChipConfig], out: Output) -> None:
+    """Everything about one operator, as lines."""
+    out.line((op.stem, "bold"), f": {op.summary}")
+    out.line(f"  formula: {op.formula}")
+    out.line(f"  arguments (C order): {', '.join(op.args)}, core_mask (core_mask in the "
+             f"shared-storage _s versions only)")
+    if entry["params"]:
+        out.line(f"  parameters: {_params_text(entry)}")
+    out.line("  instruction mix per vector iteration: "
+             + ", ".join(f"{k}×{v}" for k, v in op.mix.items())
+             + (f" ({op.mix_note})" if op.mix_note else ""))
+    if op.notes:
+        out.line(f"  accuracy: {op.notes}")
+    for cfg in chips:
+        cost = entry["chips"][cfg.name]
+        if "error" in cost:
+            out.line(f"  on {cfg.name}: cannot run: {cost['error']}")
+            continue
+        lanes = ", ".join(f"{n} {d}" for d, n in cost["elements_per_iteration"].items())
+        issued = ("" if cost["issued_mix"] == dict(op.mix) else "; issues " + ", ".join(
+            f"{k}×{v}" for k, v in cost["issued_mix"].items()))
+        out.line(f"  on {cfg.name}: {', '.join(cost['names'])}; "
+                 f"{cost['cycles_per_iteration']:g} cycles per iteration "
+                 f"({_bound_text(cost['bounding_unit'])}) of {lanes} elements{issued}")
+
+
+def _bound_text(bound: str) -> str:
+    """One wording for every chip: the L2 port's bandwidth, or a functional unit by the
+    name the chip file gives it."""
+    return "bound by the L2 port" if bound == "L2 port" else f"bound by its {bound} units"

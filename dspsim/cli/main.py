@@ -27,7 +27,8 @@ from dspsim.cli.report import render, render_band, run_csv_row
 from dspsim.placement import c_arguments
 from dspsim.uncertainty import call_band
 from dspsim.cli.listings import add_chips, add_ops
-from dspsim.result import check_folder
+from dspsim.atomic import command_inputs
+from dspsim.result import FORMER_FILES, SAVED_FILES, check_folder
 from dspsim.tables import to_jsonable
 from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.engine.machine import FIDELITIES
@@ -92,8 +93,10 @@ def add_run(sub) -> None:
     p.add_argument("--save", default=None, metavar="DIR",
                    help="keep the run in DIR: result.json, trace.pftrace and chip.yaml (the exact "
                    "chip description used), to reproduce or compare it later")
+    p.add_argument("--force", action="store_true",
+                   help="with --save, replace a folder that holds another saved run")
     add_json_option(p, "the result", "RunResult.to_dict(), the numeric check and the speed "
-                    "of light")
+                    "of light; --save keeps this same document as result.json")
     p.add_argument("--csv", action="store_true",
                    help="print one CSV row: the headline figures, each resource's busy share "
                    "and share of its peak, the bound and the advice")
@@ -120,10 +123,13 @@ def run_document(run, args, trace_path: str | None) -> dict:
 
 
 def cmd_run(args, out: Output) -> int:
-    if args.trace is not None and not args.no_trace:
+    if args.trace is not None and args.no_trace:
+        raise ArgumentError(f"--trace {args.trace} and --no-trace contradict each other; give "
+                            f"one of them")
+    if args.trace is not None:
         check_target(args.trace)  # refused before simulating, not after
     if args.save is not None:
-        check_folder(os.path.abspath(args.save))
+        check_folder(args.save, tuple(SAVED_FILES.values()) + FORMER_FILES)
     try:
         params = param_dict(args.param)
     except argparse.ArgumentTypeError as exc:
@@ -137,21 +143,26 @@ def cmd_run(args, out: Output) -> int:
     trace_path = None
     if not args.no_trace:
         trace_path = args.trace if args.trace is not None else default_trace_path(result)
-        result.write_trace(trace_path)
+        check_target(trace_path)
     document = run_document(run, args, trace_path)
-    saved = None
-    if args.save is not None:
-        extra = {k: v for k, v in document.items() if k not in ("result", "trace")}
-        result.save(args.save, chip_yaml=chip.description_yaml, extra=extra)
-        saved = args.save
     sol = speed_of_light(result.trace_model())
     band = None
     if args.uncertainty:
         with out.progress("timing the ranges' ends"):
             band = run_band(chip, args, result, run.addresses, params)
+    saved = args.save
+    # --json prints, and result.json holds, this same document
+    document = to_jsonable({**document, "saved": saved,
+                            "files": dict(SAVED_FILES) if saved is not None else None,
+                            "speed_of_light": sol.to_dict(),
+                            "uncertainty": band.to_dict() if band else None})
+    if saved is not None:  # first: a refused save leaves no trace behind either
+        result.save(saved, chip_yaml=chip.description_yaml, force=args.force,
+                    document=document)
+    if trace_path is not None:
+        result.write_trace(trace_path)
     if args.json:
-        out.json({**document, "saved": saved, "speed_of_light": to_jsonable(sol.to_dict()),
-                  "uncertainty": to_jsonable(band.to_dict()) if band else None})
+        out.json(document)
     elif args.csv:
         row = run_csv_row(result, sol)
         if band is not None:
@@ -173,6 +184,22 @@ def run_band(chip: Chip, args, result, addresses: dict[str, int], params: dict):
     return call_band(chip, bound, result.cycles, result.metadata["transfer_timing"],
                      fidelity=args.fidelity, tile_bytes=args.tile_bytes,
                      source=chip.config.source)
+
+
+#: argument names whose values are files a command reads: no output may replace them
+INPUT_ARGUMENTS = ("chip", "chips", "measured", "file", "program", "a", "b")
+
+
+def command_input_paths(args) -> list:
+    """The files the parsed command reads (chip files, program files, traces, CSVs)."""
+    paths = []
+    for name in INPUT_ARGUMENTS:
+        value = getattr(args, name, None)
+        for item in value if isinstance(value, list) else [value]:
+            for part in item if isinstance(item, list) else [item]:
+                if isinstance(part, (str, bytes, os.PathLike)):
+                    paths.append(part)
+    return paths
 
 
 # --------------------------------------------------------------------------- the parser
@@ -214,13 +241,18 @@ def make_console(stderr: bool = False) -> Console:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not argv:  # `dspsim` alone: what it can do, not a usage error
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     args.argv = argv
     out = Output()
     try:
-        if getattr(args, "output_handler", None):
-            return args.output_handler(args, out)
-        return args.handler(args, make_console())
+        with command_inputs(command_input_paths(args)):
+            if getattr(args, "output_handler", None):
+                return args.output_handler(args, out)
+            return args.handler(args, make_console())
     except DspSimError as exc:
         out.error(str(exc))
         return 2

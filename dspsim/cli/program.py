@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+import dspsim
+from dspsim.atomic import check_target
 from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.cli.report import render_band, render_speed_of_light
@@ -10,8 +12,7 @@ from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import FIDELITIES
-from dspsim.atomic import check_target
-from dspsim.result import to_jsonable
+from dspsim.tables import to_jsonable
 from dspsim.traces.speed import SpeedOfLight, speed_of_light
 from dspsim.uncertainty import program_band
 
@@ -36,6 +37,9 @@ def program_parameters(pairs: list[str]) -> dict:
         name, sep, text = pair.partition("=")
         if not sep or not name.strip():
             raise ArgumentError(f"--param {pair!r} must be NAME=VALUE, e.g. --param n=65536")
+        if name.strip() in values:
+            raise ArgumentError(f"--param {name.strip()} given twice ({values[name.strip()]} "
+                                f"and {text.strip()}); give each parameter once")
         values[name.strip()] = parse_value(text.strip())
     return values
 
@@ -88,7 +92,8 @@ def cmd_program(args, out: Output) -> int:
             band = program_band(loaded, result, fidelity=args.fidelity,
                                 source=loaded.chip.config.source)
     if args.json:
-        out.json({"file": args.file, "parameters": loaded.parameters,
+        out.json({"dspsim": dspsim.__version__, "command": ["dspsim", *args.argv],
+                  "file": args.file, "parameters": loaded.parameters,
                   "buffers": loaded.buffer_table(), "trace": args.trace,
                   "numerics": not args.timing_only, "result": result.to_dict(),
                   "speed_of_light": to_jsonable(sol.to_dict()),
@@ -172,11 +177,28 @@ def render_program(r: ProgramResult, out: Output, name: str = "program",
               [[k, f"{v:,.0f}", f"{100 * v / r.cycles:.1f}%" if r.cycles else "-"]
                for k, v in sorted(r.bounds.items(), key=lambda kv: -kv[1])],
               title="what bounds the program")
-    out.line("critical path: " + " -> ".join(
-        f"call {p['call']} {p['operator']} ({p['waited_for']}; {p['bound']})"
-        for p in r.critical_path))
+    out.line(critical_path_text(r.critical_path))
     for warning in r.warnings:
         out.line(("warning:", "yellow"), " ", warning)
     if trace_path:
         out.line(f"trace written to {trace_path} (open it in ui.perfetto.dev; 1 ns on its "
                  f"axis = 1 cycle)")
+
+
+#: calls of a critical path printed at each end when it is longer than twice this
+CRITICAL_PATH_ENDS = 5
+
+
+def critical_path_text(path: list[dict]) -> str:
+    """The critical path on one line of bounded length: a long one shows its first and
+    last calls and how many lie between (the JSON output holds all of them)."""
+    steps = [f"call {p['call']} {p['operator']} ({p['waited_for']}; {p['bound']})"
+             for p in (path if len(path) <= 2 * CRITICAL_PATH_ENDS else
+                       path[:CRITICAL_PATH_ENDS] + path[-CRITICAL_PATH_ENDS:])]
+    if len(path) > 2 * CRITICAL_PATH_ENDS:
+        hidden = len(path) - 2 * CRITICAL_PATH_ENDS
+        steps.insert(CRITICAL_PATH_ENDS, f"... {hidden:,} more call{'s' * (hidden != 1)} "
+                                         f"(--json lists them) ...")
+    count = len(path)
+    return f"critical path ({count:,} call{'s' * (count != 1)}): " + " -> ".join(steps)
+

@@ -15,6 +15,7 @@ from dspsim.sim.engine.machine import ENGINES
 from dspsim.traces.formats import trace_format
 from dspsim.traces.speed import SpeedOfLight
 from dspsim.uncertainty import Band
+from dspsim.words import count
 
 
 def _pct(part: float, whole: float) -> str:
@@ -28,8 +29,17 @@ def headline(r: RunResult) -> Text:
     return Text.assemble(
         (r.operator, "bold"), " on ", (r.chip, "bold"),
         f" ({r.clock_mhz:g} MHz): {r.length:,} × {r.dtype}, {r.storage} storage{mask}, "
-        f"cores {', '.join(map(str, r.cores)) or '-'}",
+        f"{cores_text(r)}",
         *((", ", (fidelity, "bold"), " fidelity") if fidelity != "fast" else ()))
+
+
+def cores_text(r: RunResult) -> str:
+    """The cores that run the call; at length 0, the cores selected, none of which has
+    elements (as the per-core table shows)."""
+    if r.cores or not r.per_core:
+        return f"cores {', '.join(map(str, r.cores)) or '-'}"
+    selected = ", ".join(str(c.core) for c in r.per_core)
+    return f"cores {selected} (none has elements at length 0)"
 
 
 def summary_rows(r: RunResult) -> list[tuple[str, str]]:
@@ -43,7 +53,7 @@ def summary_rows(r: RunResult) -> list[tuple[str, str]]:
     rows += [("roofline bound", f"{r.roofline_cycles:,} cycles "
               f"({_pct(r.roofline_cycles, r.cycles)} of actual)"),
              ("bounded by", r.bound),
-             ("tile", f"{r.tile_elements:,} elements, {r.tiles:,} tiles in all, "
+             ("tile", f"{count(r.tile_elements, 'element')}, {count(r.tiles, 'tile')} in all, "
               f"{r.lanes} lanes, {r.iteration_cycles:g} cycles/iteration")]
     if r.tiling:
         rows.append(("tiling", f"{r.tiling['policy']}: {r.tiling['tiles_per_core']:,} tiles on "
@@ -55,11 +65,14 @@ def summary_rows(r: RunResult) -> list[tuple[str, str]]:
 def check_line(check: Check) -> Text:
     verdict = ("ok", "green") if check.ok else ("FAILED", "red")
     first = "" if check.first_failure is None else f", the first at element {check.first_failure:,}"
+    passed = ", ".join(f"{count:,} within {label}" + (" only" if k else "")
+                       for k, (label, count) in enumerate(check.accepted_by.items()))
     return Text.assemble(
         "numerics vs float64 reference: ", verdict,
         f" — max abs error {check.max_abs_error:.3g}, max rel error "
         f"{check.max_rel_error:.3g}, max {check.max_ulps:g} ULP; rule: {check.rule}; "
-        f"{check.failures:,} elements outside it{first}")
+        + (f"passed: {passed}; " if passed else "")
+        + f"{check.failures:,} element{'s' * (check.failures != 1)} outside it{first}")
 
 
 def _share(value: float | None) -> str:
@@ -128,6 +141,8 @@ def render(result: RunResult, out: Output, check: Check | None = None,
     the numeric check and warnings."""
     r = result
     out.line(headline(r))
+    for warning in r.warnings:  # first: they say how to read what follows
+        out.line(("warning:", "yellow"), " ", warning)
     if sol is not None:
         render_speed_of_light(sol, out)
     out.table([text_column("figure"), text_column("value")],
@@ -145,8 +160,6 @@ def render(result: RunResult, out: Output, check: Check | None = None,
     out.table(columns, rows, title="per core")
     if check is not None:
         out.line(check_line(check))
-    for warning in r.warnings:
-        out.line(("warning:", "yellow"), " ", warning)
     if trace_path:
         viewer = ("chrome://tracing or ui.perfetto.dev" if trace_format(trace_path) == "json"
                   else "ui.perfetto.dev")

@@ -14,6 +14,7 @@ import os
 
 from rich.text import Text
 
+import dspsim
 from dspsim.cli.args import (add_kernels_option, int_list, name_list, param_dict, parse_int,
                              parse_param, parse_seed)
 from dspsim.cli.output import Output, add_json_option
@@ -238,7 +239,8 @@ def cmd_sweep(args, out: Output) -> int:
         files += _plots(the_plan, args, rows, every_row, parameters, folder)
     failed = [r for r in rows if r.get("numerics_ok") is False]
     if args.json:
-        out.json({"folder": folder, "study": the_plan.study, "program": args.program,
+        out.json({"dspsim": dspsim.__version__, "command": ["dspsim", *args.argv],
+                  "folder": folder, "study": the_plan.study, "program": args.program,
                   "planned": outcome.planned, "baselines": outcome.baselines,
                   "ran": outcome.ran, "already_done": outcome.already_done,
                   "notes": outcome.notes, "files": files,

@@ -10,9 +10,10 @@ import os
 
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.cli.report import render_speed_of_light
+from dspsim.plots import check_image_target
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.compare import TraceComparison, compare
-from dspsim.traces.plot import plot_trace
+from dspsim.traces.plot import collapsed_groups, core_list, plot_trace
 from dspsim.traces.view import MAX_BUCKETS, TraceSummary, check_buckets, read_trace, summarize
 
 SPARK = " ▁▂▃▄▅▆▇█"
@@ -36,8 +37,9 @@ def add_trace(sub) -> None:
 
     pl = tsub.add_parser("plot", help="Gantt chart of cores × engines over the DDR bandwidth")
     pl.add_argument("file", help="trace file (.pftrace or .json)")
-    pl.add_argument("-o", "--output", default=None, metavar="PNG",
-                    help="image to write (default: the trace's path with .png)")
+    pl.add_argument("-o", "--output", default=None, metavar="IMAGE",
+                    help="image to write: .png, .svg or .pdf (default: the trace's path with "
+                    ".png)")
     pl.add_argument("--collapse", action="store_true",
                     help="draw cores that do the same work at the same cycles (within 0.5%% "
                     "of the call) once, as 'cores 0-7'")
@@ -147,15 +149,24 @@ def render_summary(s: TraceSummary, out: Output) -> None:
 
 
 def cmd_plot(args, out: Output) -> int:
+    output = args.output or os.path.splitext(args.file)[0] + ".png"
+    check_image_target(output)  # before reading and drawing
     trace = read_trace(args.file)
     meta = trace.metadata
     peak, achievable, bound = meta["ddr_peak_gbps"], meta["ddr_achievable_gbps"], meta["bound"]
-    output = args.output or os.path.splitext(args.file)[0] + ".png"
     written = plot_trace(trace, output, peak, achievable, bound, collapse=args.collapse)
+    groups = collapsed_groups(trace) if args.collapse else []
     if args.json:
-        out.json({"plot": written, "trace": args.file, "collapse": args.collapse})
-    else:
-        out.line(f"plot: {written}")
+        out.json({"plot": written, "trace": args.file, "collapse": args.collapse,
+                  "collapsed": groups})
+        return 0
+    out.line(f"plot: {written}")
+    if args.collapse and not groups:
+        out.line("--collapse: no two cores do the same work at the same cycles, so every "
+                 "core has its own rows")
+    elif args.collapse:
+        out.line("--collapse: drew " + "; ".join(f"cores {core_list(g)} once"
+                                                 for g in groups))
     return 0
 
 

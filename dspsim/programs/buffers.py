@@ -8,6 +8,8 @@ call before any call reads it.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import os
 from dataclasses import dataclass
@@ -143,6 +145,10 @@ def place(buffers: list[Buffer], config: ChipConfig, memory: Memory, where: dict
         buffer.span = memory.resolve(region.base_address + offset, nbytes)
 
 
+#: the first bytes of every .npy file
+NPY_MAGIC = b"\x93NUMPY"
+
+
 def load_npy(path: str, buffer: Buffer) -> np.ndarray:
     """The contents of a ``.npy`` file for ``buffer``: real numbers, exactly its length.
 
@@ -152,9 +158,16 @@ def load_npy(path: str, buffer: Buffer) -> np.ndarray:
         raise ValueError(f"{path} is not a regular file (a folder, device or pipe); give a "
                          f".npy file written by numpy.save")
     try:
+        with open(path, "rb") as handle:
+            magic = handle.read(len(NPY_MAGIC))
+        if magic != NPY_MAGIC:  # numpy would take it for a pickle and talk of allow_pickle
+            raise ValueError("it does not start as a .npy file does (\\x93NUMPY)")
         data = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}; give a .npy file written by "
+        reason = getattr(exc, "strerror", None) or " ".join(str(exc).split())
+        if "allow_pickle" in reason:
+            reason = "it holds Python objects, not numbers"
+        raise ValueError(f"cannot read {path}: {reason}; give a .npy file written by "
                          f"numpy.save") from None
     if not isinstance(data, np.ndarray) or data.dtype.kind not in "biuf":
         raise ValueError(f"{path} does not hold an array of real numbers")
@@ -186,10 +199,31 @@ def _largest_finite(data: np.ndarray) -> float:
 def fill(memory: Memory, buffer: Buffer, base: str, data: np.ndarray | None = None) -> None:
     """Store ``buffer``'s initial contents in ``memory`` (files relative to ``base``;
     ``data``: the file's contents, already checked by :func:`load_npy`)."""
+    for core in buffer_cores(memory, buffer):
+        _fill_core(memory, buffer, base, data, core)
+
+
+def buffer_cores(memory: Memory, buffer: Buffer) -> list[int | None]:
+    """The cores whose memory a buffer names: every core for a core-local L2 address (each
+    core sees its own L2 there, so whichever core a call runs on finds the data), else the
+    one its span belongs to."""
+    if buffer.span.local:
+        return list(range(memory.config.cores))
+    return [buffer.span.core]
+
+
+def buffer_spans(memory: Memory, buffer: Buffer) -> list:
+    """The spans a buffer's initial contents fill (see :func:`buffer_cores`)."""
+    if not buffer.span.local:
+        return [buffer.span]
+    return [dataclasses.replace(buffer.span, core=core) for core in buffer_cores(memory, buffer)]
+
+
+def _fill_core(memory: Memory, buffer: Buffer, base: str, data, core) -> None:
     init, span = buffer.init, buffer.span
     dtype = kernels.DTYPES[buffer.dtype].numpy
     if init.kind == "zeros":
-        memory.zero(span.address, buffer.length, dtype, core=span.core)
+        memory.zero(span.address, buffer.length, dtype, core=core)
         return
     if init.kind == "npy":
         if data is None:
@@ -197,7 +231,7 @@ def fill(memory: Memory, buffer: Buffer, base: str, data: np.ndarray | None = No
         data = data.reshape(-1)
         for first in range(0, buffer.length, BLOCK_ELEMENTS):
             block = np.asarray(data[first:first + BLOCK_ELEMENTS]).astype(dtype)
-            memory.write(span.address + first * buffer.itemsize, block, core=span.core)
+            memory.write(span.address + first * buffer.itemsize, block, core=core)
         return
     for index, first in enumerate(range(0, buffer.length, BLOCK_ELEMENTS)):
         count = min(BLOCK_ELEMENTS, buffer.length - first)
@@ -207,7 +241,7 @@ def fill(memory: Memory, buffer: Buffer, base: str, data: np.ndarray | None = No
         else:
             values = rng.standard_normal(count)
         memory.write(span.address + first * buffer.itemsize, values.astype(dtype),
-                     core=span.core)
+                     core=core)
 
 
 def describe(buffer: Buffer) -> dict[str, Any]:

@@ -44,6 +44,18 @@ def enqueue_items(loader, node: dict, program: Program, buffers: dict[str, Buffe
             _item(loader, stream, item, f"{at}[{k}]", events, buffers)
 
 
+def unknown_call_keys(loader, node: Any) -> None:
+    """Report the keys no call takes, on their own: they need no buffer or chip to check."""
+    if not isinstance(node, dict):
+        return
+    for name, items in node.items():
+        for k, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, dict) and "call" in item and not {"record", "wait"} & set(item):
+                for key in sorted(set(item) - set(_CALL), key=str):
+                    loader.problem(f"streams.{name}[{k}].{key}",
+                                   f"unknown key; a call takes {', '.join(_CALL)}")
+
+
 def _item(loader, stream, item: Any, at: str, events: dict, buffers: dict[str, Buffer]) -> None:
     if not isinstance(item, dict) or len({"call", "record", "wait"} & set(item)) != 1:
         loader.problem(at, f"must be one of {{call: NAME, args: [...]}}, {{record: EVENT}} or "
@@ -67,8 +79,6 @@ def _item(loader, stream, item: Any, at: str, events: dict, buffers: dict[str, B
         else:
             stream.wait(events[event])
         return
-    for key in sorted(set(item) - set(_CALL), key=str):
-        loader.problem(f"{at}.{key}", f"unknown key; a call takes {', '.join(_CALL)}")
     name = item["call"]
     try:
         cname = stream.program.chip.resolve(name)

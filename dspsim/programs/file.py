@@ -32,9 +32,9 @@ from typing import Any
 from dspsim import kernels
 from dspsim.chip import Chip
 from dspsim.numbers import read_int
-from dspsim.programs.buffers import (Buffer, Init, describe, fill, init_fits,
+from dspsim.programs.buffers import (Buffer, Init, buffer_spans, describe, fill, init_fits,
                                      load_npy, parse_init, place)
-from dspsim.programs.calls import enqueue_items
+from dspsim.programs.calls import enqueue_items, unknown_call_keys
 from dspsim.programs.program import Initial, Program
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.chip.load import ChipConfig
@@ -47,6 +47,14 @@ _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 #: lengths, addresses and seeds beyond this are typing mistakes, whatever the chip
 MAX_WHOLE = 1 << 63
+
+
+#: advice in a program file's own terms, for messages that otherwise speak of Python calls
+FILE_ADVICE = {
+    "no calls": "add a call to a stream of the file ({call: fp_relu_grad_s, args: [...]})",
+    "unwritten": "give its buffer an init (init: {random: {seed: 1}} or init: {npy: "
+                 "data.npy})",
+}
 
 
 class ProgramFileError(ConfigError):
@@ -86,7 +94,9 @@ class ProgramFile:
             for buffer in initialised:
                 fill(self.chip.memory, buffer, base, data.get(buffer.name))
 
-        initial = Initial(tuple(b.span for b in initialised), write)
+        memory = self.chip.memory
+        initial = Initial(tuple(span for b in initialised for span in buffer_spans(memory, b)),
+                          write)
         return self.program.run(numerics=numerics, fidelity=fidelity, races=races,
                                 initial=initial)
 
@@ -159,17 +169,29 @@ class _Loader:
         for key in ("chip", "buffers", "streams"):
             if raw.get(key) is None:
                 self.problem(key, "missing key")
-        self.fail_if_any()
+        # independent sections are all checked, so that one run reports every problem;
+        # a section that needs another (buffers need the chip) waits for it
         description = raw.get("description")
         if description is not None and not isinstance(description, str):
             self.problem("description", f"must be text, got {description!r}")
         self.params = self.parameters(raw.get("parameters"))
-        chip = self.chip(raw["chip"], self.kernel_files(raw.get("kernels")))
-        self.fail_if_any()
-        buffers = self.buffers(raw["buffers"], chip)
-        self.fail_if_any()
+        kernel_files = self.kernel_files(raw.get("kernels"))
+        chip = (self.chip(raw["chip"], kernel_files) if raw.get("chip") is not None
+                else None)
+        if chip is None:
+            self.fail_if_any()
+        before = len(self.problems)
+        buffers = self.buffers(raw["buffers"], chip) if raw.get("buffers") is not None else []
+        streams = raw.get("streams")
+        if len(self.problems) > before or raw.get("buffers") is None:
+            if streams is not None:  # without buffers, calls cannot be checked: their keys can
+                unknown_call_keys(self, streams)
+            self.fail_if_any()
         program = chip.program()
-        self.streams(raw["streams"], program, {b.name: b for b in buffers})
+        program.advice.update(FILE_ADVICE)
+        if streams is not None:
+            unknown_call_keys(self, streams)
+            self.streams(streams, program, {b.name: b for b in buffers})
         self.fail_if_any()
         return ProgramFile(self.path, chip, program, buffers, self.params, description,
                            self.text)
@@ -264,6 +286,7 @@ class _Loader:
                          "{length, dtype, address, region, init}")
             return []
         buffers, where = [], {}
+        before = len(self.problems)
         for name, spec in node.items():
             at = f"buffers.{name}"
             if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -273,7 +296,7 @@ class _Loader:
             if buffer is not None:
                 buffers.append(buffer)
                 where[name] = at
-        if not self.problems:
+        if len(self.problems) == before:
             place(buffers, chip.config, chip.memory, where, self.problems)
         return buffers
 
@@ -281,6 +304,7 @@ class _Loader:
         if not isinstance(spec, dict):
             self.problem(at, f"must be a mapping with keys {', '.join(_BUFFER)}, got {spec!r}")
             return None
+        before = len(self.problems)
         for key in sorted(set(spec) - set(_BUFFER), key=str):
             self.problem(f"{at}.{key}", f"unknown key; allowed keys: {', '.join(_BUFFER)}")
         length = self.integer(spec.get("length"), f"{at}.length")
@@ -301,7 +325,7 @@ class _Loader:
         elif "region" in spec and "address" in spec:
             self.problem(f"{at}.region", "give an address or a region, not both")
         init = self.init(spec.get("init"), f"{at}.init")
-        if length is None or dtype is None or self.problems:
+        if length is None or dtype is None or len(self.problems) > before:
             return None
         if init is not None and not init_fits(self, init, dtype, f"{at}.init"):
             return None

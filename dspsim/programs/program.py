@@ -21,6 +21,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 import itertools
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -38,6 +39,14 @@ from dspsim.sim.program.scheduler import plan_call, run_program
 
 #: what :meth:`Program.run` does about races
 RACE_POLICIES = ("error", "warn")
+
+#: how messages tell the user to fix a program built in Python; a program file's loader
+#: replaces them with advice about the file (see :data:`dspsim.programs.file.FILE_ADVICE`)
+PYTHON_ADVICE = {
+    "no calls": "enqueue operators on a stream (prog.stream().fp_relu_grad_s(...)) before "
+                "running it",
+    "unwritten": "write it first (chip.write)",
+}
 
 
 @dataclass(frozen=True)
@@ -117,30 +126,34 @@ class Stream:
         The inputs need not hold data yet: an earlier call may produce them.
         """
         program = self.program
-        program._check_open()
         bound = program.chip.bind(name, args, kwargs, core=core, require_written=False)
-        call = EnqueuedCall(len(program.calls), self, bound)
-        program.calls.append(call)
-        self.items.append(call)
+        with program._lock:  # threads may enqueue on one program: one index per call
+            program._check_open()
+            call = EnqueuedCall(len(program.calls), self, bound)
+            program.calls.append(call)
+            self.items.append(call)
         return call
 
     def record(self, event: Event | None = None) -> Event:
         """Record ``event`` (a new one if None) here: it completes once everything enqueued
         on this stream so far has."""
         program = self.program
-        program._check_open()
-        event = program.event() if event is None else program._own(event)
-        if event.stream is not None:
-            raise ArgumentError(f"event {event.name!r} is already recorded on stream "
-                                f"{event.stream.name!r}; record a new event (prog.event())")
-        event.stream = self
-        self.items.append(RecordItem(event.name))
+        with program._lock:
+            program._check_open()
+            event = program.event() if event is None else program._own(event)
+            if event.stream is not None:
+                raise ArgumentError(f"event {event.name!r} is already recorded on stream "
+                                    f"{event.stream.name!r}; record a new event "
+                                    f"(prog.event())")
+            event.stream = self
+            self.items.append(RecordItem(event.name))
         return event
 
     def wait(self, event: Event) -> None:
         """Hold everything enqueued on this stream from now on until ``event`` completes."""
-        self.program._check_open()
-        self.items.append(WaitItem(self.program._own(event).name))
+        with self.program._lock:
+            self.program._check_open()
+            self.items.append(WaitItem(self.program._own(event).name))
 
 
 class Program:
@@ -156,6 +169,9 @@ class Program:
         self.events: dict[str, Event] = {}
         self._names = itertools.count()
         self._ran = False
+        self.advice = dict(PYTHON_ADVICE)
+        # threads may share a program: enqueueing and running hold this lock
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return (f"Program({self.chip.name}, {len(self.streams)} streams, "
@@ -174,22 +190,24 @@ class Program:
 
     def stream(self, name: str | None = None) -> Stream:
         """A new stream (named ``s0``, ``s1``, ... unless ``name`` is given)."""
-        self._check_open()
-        name = f"s{len(self.streams)}" if name is None else str(name)
-        if any(s.name == name for s in self.streams):
-            raise ArgumentError(f"stream name {name!r} is taken; choose another")
-        stream = Stream(self, name)
-        self.streams.append(stream)
+        with self._lock:
+            self._check_open()
+            name = f"s{len(self.streams)}" if name is None else str(name)
+            if any(s.name == name for s in self.streams):
+                raise ArgumentError(f"stream name {name!r} is taken; choose another")
+            stream = Stream(self, name)
+            self.streams.append(stream)
         return stream
 
     def event(self, name: str | None = None) -> Event:
         """A new event, not yet recorded (``stream.record(event)`` records it)."""
-        if name is None:
-            name = next(n for n in (f"e{k}" for k in self._names) if n not in self.events)
-        name = str(name)
-        if name in self.events:
-            raise ArgumentError(f"event name {name!r} is taken; choose another")
-        event = self.events[name] = Event(self, name)
+        with self._lock:
+            if name is None:
+                name = next(n for n in (f"e{k}" for k in self._names) if n not in self.events)
+            name = str(name)
+            if name in self.events:
+                raise ArgumentError(f"event name {name!r} is taken; choose another")
+            event = self.events[name] = Event(self, name)
         return event
 
     # ------------------------------------------------------------------ running
@@ -205,6 +223,10 @@ class Program:
         ``write()`` stores once every check has passed, before the numerics (a program
         file's initialised buffers); with ``numerics=False`` it is not written.
         """
+        with self._lock, self.chip.lock:  # one run at a time on the chip's memory
+            return self._run(numerics, fidelity, races, initial)
+
+    def _run(self, numerics, fidelity, races, initial) -> ProgramResult:
         if not isinstance(numerics, bool):
             raise ArgumentError(f"numerics={numerics!r} must be True or False (timing only)")
         check_fidelity(fidelity)
@@ -212,8 +234,7 @@ class Program:
             raise ArgumentError(f"races={races!r} must be one of "
                                 f"{', '.join(repr(r) for r in RACE_POLICIES)}")
         if not self.calls:
-            raise ArgumentError("the program has no calls; enqueue operators on a stream "
-                                "(prog.stream().fp_relu_grad_s(...)) before running it")
+            raise ArgumentError(f"the program has no calls; {self.advice['no calls']}")
         items = {c.index: CallItem(c.index, c.label, tuple(o.span for o in c.bound.inputs),
                                    (c.bound.output.span,)) for c in self.calls}
         streams = {s.name: [items[i.index] if isinstance(i, EnqueuedCall) else i
@@ -287,7 +308,7 @@ class Program:
                         raise AddressError(
                             f"{call.label} on stream {call.stream.name!r} reads {operand.name} "
                             f"[{lo:#x}, {hi:#x}), which holds no data and which no call "
-                            f"ordered before it writes; write it first (chip.write), or "
+                            f"ordered before it writes; {self.advice['unwritten']}, or "
                             f"make the call that produces it come first (stream order or "
                             f"an event)")
 

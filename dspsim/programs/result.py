@@ -11,6 +11,7 @@ from dspsim.binding import BoundCall
 from dspsim.result import RunResult, TimedInCycles
 from dspsim.seam import call_result
 from dspsim.sim.chip.load import ChipConfig
+from dspsim.words import count
 from dspsim.sim.engine.machine import ENGINES
 from dspsim.sim.program.graph import CallItem, Dependencies, RecordItem, WaitItem
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
@@ -78,8 +79,9 @@ class ProgramResult(TimedInCycles):
                                          metadata={"json": False})
 
     def __repr__(self) -> str:
-        return (f"ProgramResult({len(self.calls)} calls on {len(self.streams)} streams of "
-                f"{self.chip}: {self.cycles:,} cycles = {self.microseconds:,.3f} us, bound by "
+        return (f"ProgramResult({count(len(self.calls), 'call')} on "
+                f"{count(len(self.streams), 'stream')} of {self.chip}: "
+                f"{count(self.cycles, 'cycle')} = {self.microseconds:,.3f} µs, bound by "
                 f"{self.bound})")
 
 

@@ -66,7 +66,12 @@ class ChipSpec:
     def load(cls, chip: str) -> "ChipSpec":
         """Read and validate a packaged chip name or a YAML path."""
         path = resolve_chip_path(chip)
-        return cls.from_raw(parse_chip_yaml(read_chip_text(path), path), path)
+        return cls.from_text(read_chip_text(path), path)
+
+    @classmethod
+    def from_text(cls, text: str, source: str) -> "ChipSpec":
+        """Validate a chip file's text; ``source`` names it in messages."""
+        return cls.from_raw(parse_chip_yaml(text, source), source)
 
     @classmethod
     def from_raw(cls, raw: Any, source: str) -> "ChipSpec":

@@ -165,7 +165,8 @@ def plan_program(spec: ProgramSweepSpec) -> Plan:
         known = ", ".join(loaded.parameters) or "none"
         raise ArgumentError(f"--vary {unknown[0]}: {unknown[0]!r} is not in the file's "
                             f"parameters ({known}) of {spec.program}")
-    chip = ChipSpec.load(loaded.chip.config.source)
+    # the text the program's chip was read from (its source is a name for messages)
+    chip = ChipSpec.from_text(loaded.chip.description_yaml, loaded.chip.config.source)
     own_values(chip, spec.chip_sets)  # a key the chip lacks fails here
     digest = _digest(loaded.text)
     sizes = [len(v) for v in spec.vary.values()]

@@ -72,8 +72,8 @@ class RowStore:
         if not self.folder:
             raise StoreError("the sweep's --out folder is empty; give a folder name")
         if os.path.exists(self.folder) and not os.path.isdir(self.folder):
-            raise StoreError(f"--out {self.folder} exists and is not a folder; choose a "
-                             f"folder path")
+            raise StoreError(f"--out {self.folder} exists and is not a folder (a file or a "
+                             f"device); choose a folder path")
         try:
             os.makedirs(self.folder, exist_ok=True)
         except OSError as exc:

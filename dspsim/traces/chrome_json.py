@@ -214,6 +214,9 @@ def _read_events(events: list, metadata: dict) -> TraceModel:
             name = _text(event.get("name"), f"{what} name")
             at = finite_number(event.get("ts"), f"{what} ts", 0, MAX_CYCLES / 1000) * 1000
             args = _args(event, what)
+            if not args:
+                raise ValueError(f"{what} is a counter event without a value (its args are "
+                                 f"empty)")
             for key, value in args.items():
                 value = finite_number(value, f"{what} {key}", -MAX_CYCLES)
                 track = name if len(args) == 1 else f"{name} {key}"

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from dspsim.atomic import check_target, read_bytes, write_atomically
+from dspsim.atomic import as_path, check_target, read_bytes, write_atomically
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.chrome_json import chrome_from_model, model_from_chrome, parse_json, trace_bytes
 from dspsim.traces.model import TraceModel
@@ -77,8 +77,9 @@ def write_trace(trace: TraceModel | dict[str, Any], path: str | os.PathLike,
                 fmt: str | None = None) -> str:
     """Write ``trace`` to ``path`` atomically, in the format its name asks for (see the
     module docstring) unless ``fmt`` says; returns the path."""
-    fmt = fmt or trace_format(path)
     check_target(path)  # before encoding: a bad path fails fast
+    path = as_path(path)
+    fmt = fmt or trace_format(path)
     return write_atomically(encode_trace(trace, fmt), path)
 
 

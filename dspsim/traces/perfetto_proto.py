@@ -253,6 +253,9 @@ def _read(trace, pb) -> TraceModel:
         track = track_of[event.track_uuid]
         at = finite_number(time, "a timestamp")
         if event.type == type_.Value("TYPE_COUNTER"):
+            if not (event.HasField("double_counter_value") or event.HasField("counter_value")):
+                raise ValueError(f"a counter event at {time} on {model.tracks[track].name!r} "
+                                 f"has no value")
             value = (event.double_counter_value if event.HasField("double_counter_value")
                      else event.counter_value)
             model.samples.append(CounterSample(track, at, finite_number(

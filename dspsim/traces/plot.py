@@ -10,14 +10,12 @@ order, each call a labelled bar on its stream's row.
 """
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from dspsim.plots import pyplot
-from dspsim.atomic import write_atomically
+from dspsim.plots import pyplot, save_figure
 
 ENGINE_COLORS = {"dma-in": "tab:blue", "vector": "tab:green", "dma-out": "tab:orange",
                  "call": "tab:gray"}
@@ -111,6 +109,12 @@ def chart_rows(trace, collapse: bool = False) -> list[Row]:
     return rows
 
 
+def collapsed_groups(trace) -> list[list[int]]:
+    """The groups of two or more cores that ``collapse`` draws once (empty: none alike)."""
+    cores = [row.cores for row in chart_rows(trace, collapse=True) if len(row.cores) > 1]
+    return [list(c) for c in dict.fromkeys(tuple(c) for c in cores)]
+
+
 def legend_entries(rows: list[Row]) -> list[tuple[str, str]]:
     """(label, colour) of each engine that has a row, in the usual order; engines without
     a colour of their own share one entry."""
@@ -187,7 +191,10 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
     cycles = math.ceil(total - 1e-9)
     gantt.set_title(f"{trace.label()} — {cycles:,} cycles ({cycles / clock:,.2f} µs){extra}"
                     + (f"; critical core {critical} in bold" if critical is not None else
-                       f"; all {len(last)} cores finish together" if len(last) > 1 else ""),
+                       f"; all {len(last)} cores finish together"
+                       if len(last) == len(finishes) > 1 else
+                       f"; cores {core_list(sorted(last))} finish last, together"
+                       if len(last) > 1 else ""),
                     fontsize=10)
 
     if trace.ddr:
@@ -211,10 +218,10 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
     ddr.grid(True, alpha=0.3)
     if ddr.get_legend_handles_labels()[0]:
         ddr.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8)
-    image = io.BytesIO()
-    fig.savefig(image, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return write_atomically(image.getvalue(), path, what="plot")
+    try:
+        return save_figure(fig, path)
+    finally:
+        plt.close(fig)
 
 
 #: Pixel columns of the chart's time axis (12 inches at the image's 110 dots per inch,

@@ -245,7 +245,17 @@ def load_config_and_text(chip: str | os.PathLike) -> tuple[ChipConfig, str]:
     """Load and validate a chip description by name or path; also return its exact text."""
     path = resolve_chip_path(chip)
     text = read_yaml_text(path)
-    return config_from_dict(parse_yaml(text, path), path), text
+    source = shown_chip_path(path)
+    return config_from_dict(parse_yaml(text, source), source), text
+
+
+def shown_chip_path(path: str) -> str:
+    """How messages name a chip file: a packaged one by its name, not its install path
+    (a long site-packages path says nothing the name does not), another as given."""
+    for name, packaged in packaged_chips().items():
+        if os.path.abspath(packaged) == os.path.abspath(path):
+            return f"packaged chip {name} ({os.path.basename(packaged)})"
+    return path
 
 
 def load_config(chip: str | os.PathLike) -> ChipConfig:

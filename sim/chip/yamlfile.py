@@ -94,16 +94,38 @@ def read_yaml_text(path: str, what: str = "a chip description") -> str:
 
 def parse_yaml(text: str, source: str, what: str = "a chip description") -> Any:
     """Parse a description file's text with the bounded safe loader."""
-    loader = BoundedLoader(text)
+    loader = None
     try:
+        loader = BoundedLoader(text)  # it reads the text at once: a bad character fails here
         return loader.get_single_data()
     except YamlLimit as exc:
         raise ConfigError(f"{source}: {exc}; {what} is a small YAML file") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{source}: not valid YAML: {yaml_problem(exc, text)}") from None
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply; {what} is a small YAML "
                           f"file") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+
+
+def yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """A YAML error on one line: where (line and column, from 1) and what."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        position = max(0, min(exc.position, len(text)))
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        return (f"line {line}, column {column}: character {chr(code)!r} (U+{code:04X}) is "
+                f"not allowed in YAML text; remove it, or write it as an escape such as "
+                f"\"\\x{code:02x}\" inside a double-quoted string" if code < 0x100 else
+                f"line {line}, column {column}: character U+{code:04X} is not allowed in YAML "
+                f"text; remove it")
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = "; ".join(part for part in (exc.context, exc.problem) if part)
+        return where + " ".join(what.split())
+    return " ".join(str(exc).split())
 

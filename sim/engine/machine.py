@@ -225,7 +225,7 @@ def finish_timeline(timeline: Timeline) -> None:
     timeline.env.run()
     if not math.isfinite(timeline.env.now):
         raise ConfigError(
-            f"{timeline.config.source}: this run would take {timeline.env.now} cycles: the "
+            f"{timeline.config.source}: this run would take {timeline.env.now:,} cycles: the "
             f"chip's bandwidths are too small or its cycle counts too large to simulate")
     timeline.finish()
 

@@ -15,6 +15,11 @@ from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.vector import VectorCost
 
 
+#: every resource a call's roofline may name; a call's JSON lists each (null if it has none)
+ROOFLINE_TERMS = ("launch overhead", "DMA engine", "L2 port", "vector unit", "DDR",
+                  "shared SRAM")
+
+
 def roofline_terms(config: ChipConfig, job: Job, cost: VectorCost,
                    part_elements: list[int]) -> dict[str, float]:
     """Cycles each resource needs for the call; ``part_elements`` are the cores' parts."""

@@ -59,9 +59,17 @@ class TilingChoice:
                 "tiles_per_core": self.tiles_per_core, "tile_bytes": self.tile_bytes,
                 "largest_fitting_elements": self.largest_fitting_elements,
                 "reason": self.reason,
-                "candidates": {str(k): v for k, v in sorted(self.candidates.items())},
-                "not_simulated_lower_bounds": {str(k): v
-                                               for k, v in sorted(self.bounded.items())}}
+                "candidates": [{"tiles_per_core": k, "cycles": v}
+                               for k, v in sorted(self.candidates.items())],
+                "not_simulated_lower_bounds": [{"tiles_per_core": k, "cycles_at_least": v}
+                                               for k, v in sorted(self.bounded.items())]}
+
+
+#: the tiling of a call that has none (private storage, length 0): every key, no value, so
+#: that every call's JSON has one key set
+NO_TILING = {"policy": None, "tile_elements": None, "tiles_per_core": None, "tile_bytes": None,
+             "largest_fitting_elements": None, "reason": None, "candidates": [],
+             "not_simulated_lower_bounds": []}
 
 
 # ----------------------------------------------------------------------------- work split
@@ -115,7 +123,7 @@ def tile_elements(config: ChipConfig, job: Job, lanes: int) -> int:
     if vectors < 1:
         raise CapacityError(
             f"{config.name}: {buffers} double-buffered tiles of one {lanes}-lane vector need "
-            f"{per_vector} bytes but L2 leaves {budget} bytes after its reserve; enlarge "
+            f"{per_vector:,} bytes but L2 leaves {budget:,} bytes after its reserve; enlarge "
             f"memory.l2.size_kib or lower memory.l2.reserve_kib in {config.source}")
     return vectors * lanes
 
@@ -279,10 +287,10 @@ def fixed_tile(config: ChipConfig, job: Job, lanes: int) -> tuple[int, str] | No
     tile = nbytes // job.itemsize // lanes * lanes
     if tile < lanes or tile > largest:
         raise CapacityError(
-            f"{config.name}: a fixed tile of {nbytes} bytes (from {source}) must hold at "
-            f"least one {lanes}-lane vector ({lanes * job.itemsize} bytes) and its "
+            f"{config.name}: a fixed tile of {nbytes:,} bytes (from {source}) must hold at "
+            f"least one {lanes}-lane vector ({lanes * job.itemsize:,} bytes) and its "
             f"{2 * (len(job.inputs) + len(job.outputs))} buffers must fit L2: at most "
-            f"{largest * job.itemsize} bytes per operand here")
+            f"{largest * job.itemsize:,} bytes per operand here")
     return tile, source
 
 
@@ -306,7 +314,7 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         tile, source = fixed
         return TilingChoice("fixed", min(tile, elements), max(1, math.ceil(elements / tile)),
                             tile * job.itemsize, largest,
-                            f"fixed at {tile * job.itemsize} bytes per operand by {source}"), None
+                            f"fixed at {tile * job.itemsize:,} bytes per operand by {source}"), None
     most = max(fewest, min(MAX_TILES_PER_CORE, math.ceil(elements / lanes)))
     by_tile: dict[int, Any] = {}  # counts that cut the same tile are the same tiling
     timings: dict[int, Any] = {}

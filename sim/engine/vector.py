@@ -37,8 +37,10 @@ class VectorCost:
 
     @property
     def bounding_unit(self) -> str:
+        """The chip's functional unit that bounds an iteration, or "L2 port" when the
+        loads and stores outrun the L2's bandwidth (the roofline's name for it)."""
         if self.l2_cycles > self.issue_cycles:
-            return "l2 load/store"
+            return "L2 port"
         return max(self.unit_cycles, key=self.unit_cycles.get)
 
     def iterations(self, elements: int) -> int:

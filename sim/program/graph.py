@@ -199,6 +199,12 @@ def _topological(deps: dict[Node, list[tuple[Node, str]]],
                 cycle = path[path.index(dep):]
                 streams = sorted({stream_of[n] for n in cycle})
                 events = sorted({n[1] for n in cycle if n[0] == "record"})
+                if len(streams) == 1:
+                    raise DeadlockError(
+                        f"deadlock: stream {streams[0]!r} waits for event "
+                        f"{', '.join(repr(e) for e in events)}, which it records only later "
+                        f"itself, so the wait can never end; record the event on another "
+                        f"stream, or record it before the wait")
                 raise DeadlockError(
                     f"deadlock: streams {', '.join(repr(s) for s in streams)} wait for each "
                     f"other in a cycle (events {', '.join(repr(e) for e in events)}); make "
