@@ -70,7 +70,7 @@ def _alone(config, spec, region, nbytes):
 @pytest.mark.parametrize("nbytes", [4, 1 << 17])
 def test_a_controller_alone_runs_at_the_least_of_its_rate_and_its_path(ft78ne, nbytes):
     for spec in ft78ne.dma.engines:
-        for region in (ft78ne.ddr, ft78ne.shared_sram):
+        for region in (ft78ne.ddr, ft78ne.level("shared_sram")):
             for fidelity in ("fast", "detailed"):
                 [end] = run_transfers(ft78ne, [ProbeTransfer(spec.name, region.name, nbytes)],
                                       fidelity)
@@ -112,7 +112,7 @@ def test_a_copy_between_shared_regions_runs_at_the_slower_region_or_the_controll
             [end] = run_transfers(ft78ne, [ProbeTransfer(spec.name, source, nbytes,
                                                          to_region=destination)], fidelity)
             gbps = min(spec.bandwidth_gbps, ft78ne.ddr.bandwidth_gbps,
-                       ft78ne.shared_sram.bandwidth_gbps)
+                       ft78ne.level("shared_sram").bandwidth_gbps)
             expected = ft78ne.dma.setup_cycles + nbytes / ft78ne.bytes_per_cycle(gbps)
             assert end == pytest.approx(expected, rel=0.002)
 
