@@ -241,11 +241,15 @@ def table(measured: list[Measured]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fidelity", default="fast", choices=("fast", "detailed"))
     parser.add_argument("--chip", default="ft78ne")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     measured = measure(chip=args.chip, fidelity=args.fidelity)
     print(f"{args.chip} against TI's published C6678 figures ({args.fidelity} model)\n")
     print(table(measured))
