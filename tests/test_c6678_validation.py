@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import dspsim
-from dspsim.sim.chip.load import config_from_dict, load_config
+from dspsim.sim.chip.load import config_from_dict, load_config, packaged_chips
 from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
 from dspsim.sim.engine.probe import ProbeTransfer, run_transfers, throughput_gbps
 
@@ -122,7 +122,7 @@ def test_throughput_is_in_gigabytes_a_second(ft78ne):
 
 
 def _chip_with_a_controller_that_skips_ddr():
-    raw = parse_yaml(read_yaml_text(dspsim.Chip("ft78ne").config.source), "ft78ne.yaml")
+    raw = parse_yaml(read_yaml_text(packaged_chips()["ft78ne"]), "ft78ne.yaml")
     raw["dma"]["controllers"][1]["reaches"] = ["shared_sram"]
     return config_from_dict(raw)
 
