@@ -92,6 +92,11 @@ def rounded_args(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _engine_slice(track: int, piece: Slice, args: dict[str, Any]) -> TrackSlice:
+    if "data_cycles" in args:
+        # from the grant, both ends rounded: rounding the length on its own may start the
+        # data a hundredth before the engine's previous transfer has ended
+        granted = cycles(piece.end - args["data_cycles"])
+        args["data_cycles"] = cycles(cycles(piece.end) - granted)
     return TrackSlice(track, piece.name, piece.engine.partition(".")[0], cycles(piece.start),
                       cycles(piece.end), rounded_args(args))
 
