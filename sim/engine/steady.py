@@ -307,6 +307,8 @@ class SteadyState:
             pipeline.compute_started += shift
             for transfer in pipeline.in_flight:
                 transfer.started += shift
+                if transfer.engine is not None:  # its data has moved since the grant
+                    transfer.granted += shift
                 transfer.tile += tiles
             for move in pipeline.moves:
                 move.started += shift

@@ -1,0 +1,68 @@
+"""A steady state advanced in closed form leaves the trace that simulating it would: the
+skipped periods' slices neither overlap on an engine nor outnumber a pool's engines, and
+each core's busy cycles are its slices'."""
+from __future__ import annotations
+
+import pytest
+
+import dspsim
+from dspsim.sim.engine.model import Slice
+from dspsim.traces.build import _engine_slice
+from dspsim.traces.usage import pool_of, resource_usage
+
+DDR, MIB = 0x80000000, 1 << 20
+
+
+def test_skipped_periods_keep_every_engine_to_one_transfer_at_a_time():
+    # timing only, and long enough for whole periods to be skipped (the solver simulates
+    # the fill and the drain; two cores on FT78NE's shared pools skip from about 2^19)
+    chip, n = dspsim.Chip("ft78ne"), 1 << 20
+    for address in (DDR, DDR + 64 * MIB):
+        chip.zero(address, n, "fp32")
+    result = chip.call("fp_relu_grad_s", DDR, DDR + 64 * MIB, DDR + 128 * MIB, n, 0x3,
+                       numerics=False)
+    timing = result.timing
+    assert timing.solved_cycles > 0.25 * timing.cycles  # the steady state was skipped
+    transfers: dict[str, list[tuple[float, float]]] = {}
+    spans: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    for piece in timing.slices:
+        if piece.core < 0:
+            continue
+        spans.setdefault((piece.core, piece.engine.partition(".")[0]), []).append(
+            (piece.start, piece.end))
+        engine = piece.args.get("dma_engine")
+        if engine:
+            data = piece.args["data_cycles"]
+            assert 0 <= data <= piece.end - piece.start
+            transfers.setdefault(engine, []).append((piece.end - data, piece.end))
+    for engine, moved in transfers.items():
+        moved.sort()
+        assert all(a[1] <= b[0] + 1e-6 for a, b in zip(moved, moved[1:])), engine
+    # each core's busy cycles: while any of its slices of that kind was under way
+    for core in timing.cores:
+        for kind, busy in core.busy.items():
+            union, reach = 0.0, float("-inf")
+            for start, end in sorted(spans[(core.core, kind)]):
+                union += max(0.0, end - max(start, reach))
+                reach = max(reach, end)
+            assert union == pytest.approx(busy, rel=1e-9), (core.core, kind)
+    # the trace's pools: never more engines busy than there are
+    usage = resource_usage(result.trace_model())
+    counts = {pool["name"]: pool["engines"] for pool in usage.resources["dma_pools"]}
+    assert set(usage.pools) == {pool_of(engine, True) for engine in transfers}
+    for pool, occupancy in usage.pools.items():
+        assert max(occupancy.values) <= counts[pool], pool
+
+
+def test_a_rounded_transfer_starts_its_data_no_earlier_than_the_one_before_ends():
+    # one engine hands over at 17110.2751: the first transfer's end rounds up to
+    # 17110.28, and the next one's data, 18606.3898 cycles to 35716.6649, must not round
+    # to 18606.39 from 35716.66 and so start at 17110.27
+    handover, end = 17110.2751, 35716.6649
+    args = {"bytes": 4096, "dma_engine": "edma3cc0.tc.0"}
+    first = Slice(0, "dma-in.0", "src0[0]", 300.0, handover,
+                  {**args, "data_cycles": handover - 500.0})
+    second = Slice(1, "dma-in.0", "src0[0]", 360.0, end, {**args, "data_cycles": end - handover})
+    first, second = (_engine_slice(0, piece, dict(piece.args)) for piece in (first, second))
+    assert second.end - second.args["data_cycles"] >= first.end
+    assert round(second.args["data_cycles"], 2) == second.args["data_cycles"]
