@@ -155,6 +155,19 @@ def test_save_refuses_a_folder_of_other_files(tmp_path):
     assert os.listdir(tmp_path) == ["notes.txt"]
 
 
+@pytest.mark.parametrize("args", [RUN, ("run", "fp_relu_grad_s", "--length", "2^14", "--no-trace",
+                                         "--json"), ("ops",)])
+def test_a_reader_that_left_ends_the_command_quietly(args):
+    """`dspsim run ... | head`: stdout closed before the first line is written (rich tables,
+    JSON, listings) ends the command with status 0 and nothing on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command prints anything
+    with open(write_end, "wb") as stdout:
+        done = subprocess.run([sys.executable, "-m", "dspsim", *args], stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
 def test_version_and_module_entry_points():
     proc = dspsim_cli("--version")
     assert proc.returncode == 0 and proc.stdout.strip() == f"dspsim {dspsim.__version__}"

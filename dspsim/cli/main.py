@@ -22,7 +22,7 @@ import dspsim
 from dspsim.checked import run_checked
 from dspsim.chip import Chip
 from dspsim.cli.args import add_kernels_option, param_dict, parse_int, parse_length, parse_param, parse_seed
-from dspsim.cli.output import Output, add_json_option
+from dspsim.cli.output import Output, PipedConsole, add_json_option
 from dspsim.cli.report import render, render_band, run_csv_row
 from dspsim.placement import c_arguments
 from dspsim.uncertainty import call_band
@@ -233,9 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def make_console(stderr: bool = False) -> Console:
     """A console that does not squeeze tables to 80 columns when output is piped."""
-    console = Console(stderr=stderr)
+    console = PipedConsole(stderr=stderr)
     if not console.is_terminal:
-        console = Console(stderr=stderr, width=160)
+        console = PipedConsole(stderr=stderr, width=160)
     return console
 
 
@@ -251,8 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with command_inputs(command_input_paths(args)):
             if getattr(args, "output_handler", None):
-                return args.output_handler(args, out)
-            return args.handler(args, make_console())
+                status = args.output_handler(args, out)
+            else:
+                status = args.handler(args, make_console())
+            sys.stdout.flush()  # a reader that left is found here, not at the interpreter's exit
+            return status
     except DspSimError as exc:
         out.error(str(exc))
         return 2
@@ -260,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         out.errors.print(Text("interrupted"))
         return 130
     except BrokenPipeError:  # `dspsim ops | head`: the reader left; not an error of ours
+        # Whatever is still buffered goes nowhere, so the exit flushes without a traceback;
+        # status 0, as `head` took what it wanted (a pipeline under pipefail stays green).
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0

@@ -18,6 +18,8 @@ starts a new line within it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -62,6 +64,18 @@ def add_json_option(parser, what: str, detail: str = "") -> None:
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON{extra}")
 
 
+class PipedConsole(Console):
+    """A rich console that lets a closed stdout reach the command's caller.
+
+    rich's own answer to a reader that left (``dspsim run ... | head``) is to raise
+    SystemExit(1) from inside the print; the command line instead ends such a command
+    quietly with status 0 (:func:`dspsim.cli.main.main`), so the pipe error is passed on.
+    """
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 def _plain(cell: Cell) -> str:
     return cell.plain if isinstance(cell, Text) else str(cell)
 
@@ -82,12 +96,12 @@ class Output:
     """Where a command prints: a terminal (rich, fitted) or a pipe or file (plain)."""
 
     def __init__(self, file=None, stderr_file=None) -> None:
-        probe = Console(file=file)
+        probe = PipedConsole(file=file)
         self.is_terminal = probe.is_terminal
         if self.is_terminal:
             self.console = probe
         else:  # a pipe or a file: no colour, no wrapping, nothing cut
-            self.console = Console(file=file, soft_wrap=True, no_color=True, highlight=False,
+            self.console = PipedConsole(file=file, soft_wrap=True, no_color=True, highlight=False,
                                    markup=False, emoji=False, width=10_000)
         self.errors = Console(file=stderr_file or sys.stderr, highlight=False)
 
