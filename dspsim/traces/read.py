@@ -15,6 +15,7 @@ from dspsim.sim.errors import ArgumentError
 from dspsim.traces.build import DDR_COUNTER
 from dspsim.traces.formats import read_model
 from dspsim.traces.model import TraceModel, finite_number
+from dspsim.traces.usage import RESOURCES, check_resources, check_usage_args
 
 CALL = "call"
 
@@ -109,18 +110,20 @@ def _metadata(metadata: dict[str, Any], path: str) -> dict[str, Any]:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or not 0 <= value < 2 ** 64):
                 raise ValueError(f"{key} is {value!r:.40}, not a non-negative integer")
+        check_resources(meta.get(RESOURCES))
     except ValueError as exc:
         raise ArgumentError(f"{path}: bad metadata: {exc}") from None
     return meta
 
 
 def _slice_args(args: dict, where: str) -> dict:
-    """Args the summary adds up, checked."""
-    if "bytes" in args:
-        try:
+    """Args the summary and the speed-of-light table add up, checked."""
+    try:
+        if "bytes" in args:
             finite_number(args["bytes"], "bytes", 0.0, 2.0 ** 63)
-        except ValueError as exc:
-            raise ArgumentError(f"{where}: {exc}") from None
+        check_usage_args(args)
+    except ValueError as exc:
+        raise ArgumentError(f"{where}: {exc}") from None
     return args
 
 

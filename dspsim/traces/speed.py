@@ -193,6 +193,8 @@ def _vector_advice(usage: Usage) -> str:
                 f"{vector['l2_cycles']:g} of its {iteration:g} cycles/vector; a wider L2 "
                 f"port or more cores would help")
     costs = vector["instruction_cycles"]
+    if not costs:
+        return f"vector {unit}-bound: more cores, wider lanes or more units would help"
     top = max(costs, key=costs.get)
     verb = "expands to" if top in vector["expanded"] else "takes"
     count = vector["mix"][top]

@@ -24,7 +24,7 @@ import numpy as np
 from dspsim.sim.chip.model import ChipConfig
 from dspsim.sim.engine.model import COMPUTE
 from dspsim.sim.engine.vector import VectorCost
-from dspsim.traces.model import TraceModel
+from dspsim.traces.model import TraceModel, finite_number
 
 #: Metadata key of the resource description.
 RESOURCES = "resources"
@@ -217,3 +217,90 @@ def resource_usage(model: TraceModel) -> Usage:
             float("inf"))
     usage.resources = {**resources, "clock_mhz": clock}
     return usage
+
+
+# ----------------------------------------------------------------------------- checking
+def _number(value: Any, what: str, low: float = 0.0, high: float = 1e18) -> float:
+    return finite_number(value, what, low, high)
+
+
+def _count(value: Any, what: str, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < 2 ** 31:
+        raise ValueError(f"{what} is {value!r:.40}, not a whole number of at least {low}")
+    return value
+
+
+def _entries(value: Any, kind: type, what: str) -> Any:
+    if not isinstance(value, kind):
+        raise ValueError(f"{what} is {value!r:.40}, not {'a list' if kind is list else 'an object'}")
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} is {value!r:.40}, not text")
+    return value
+
+
+def _check_vector(vector: Any, what: str) -> None:
+    _entries(vector, dict, what)
+    for pair in _entries(vector.get("units", []), list, f"{what} units"):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ValueError(f"{what} units hold {pair!r:.40}, not a [unit, count] pair")
+        _text(pair[0], f"{what} unit name")
+        _count(pair[1], f"{what} unit count")
+    for key in ("unit_cycles", "instruction_cycles", "mix"):
+        for name, value in _entries(vector.get(key, {}), dict, f"{what} {key}").items():
+            _number(value, f"{what} {key} {name!r:.20}")
+    for key in ("l2_cycles", "iteration_cycles"):
+        _number(vector.get(key, 0.0), f"{what} {key}")
+    _text(vector.get("bounding_unit", ""), f"{what} bounding_unit")
+    for name in _entries(vector.get("expanded", []), list, f"{what} expanded"):
+        _text(name, f"{what} expanded instruction")
+    missing = set(vector.get("instruction_cycles", {})) - set(vector.get("mix", {}))
+    if missing:
+        raise ValueError(f"{what} instruction_cycles name {sorted(missing)[0]!r:.20}, "
+                         f"which its mix lacks")
+
+
+def check_resources(resources: Any) -> None:
+    """ValueError unless ``resources`` has the shape :func:`describe_resources` writes, with
+    the types and ranges :func:`resource_usage` and the speed-of-light table rely on (a
+    trace read back from a file may hold anything there)."""
+    if resources is None:
+        return
+    _entries(resources, dict, "resources")
+    for key, low in (("clock_mhz", 1e-9), ("l2_port_gbps", 0.0), ("one_core_roofline", 0.0)):
+        if resources.get(key) is not None:
+            _number(resources[key], f"resources {key}", low)
+    for key in ("chip_cores", "cores"):
+        if resources.get(key) is not None:
+            _count(resources[key], f"resources {key}")
+    if not isinstance(resources.get("dma_shared", False), bool):
+        raise ValueError(f"resources dma_shared is {resources['dma_shared']!r:.40}, not "
+                         f"true or false")
+    for region in _entries(resources.get("regions", []), list, "resources regions"):
+        _entries(region, dict, "a resources region")
+        for key in ("name", "label"):
+            _text(region.get(key), f"a resources region's {key}")
+        _number(region.get("peak_gbps"), "a region's peak_gbps")
+        _number(region.get("achievable_gbps"), "a region's achievable_gbps", 1e-12)
+    for pool in _entries(resources.get("dma_pools", []), list, "resources dma_pools"):
+        _entries(pool, dict, "a resources DMA pool")
+        _text(pool.get("name"), "a DMA pool's name")
+        _count(pool.get("engines"), "a DMA pool's engines", 1)
+        for gbps in _entries(pool.get("gbps"), list, "a DMA pool's gbps"):
+            _number(gbps, "a DMA engine's gbps")
+    for key, vector in _entries(resources.get("vector", {}), dict, "resources vector").items():
+        _check_vector(vector, f"resources vector {key!r:.20}")
+
+
+def check_usage_args(args: dict[str, Any]) -> None:
+    """ValueError unless a slice's args that :func:`resource_usage` reads have their types:
+    numbers for the cycles and iterations, text for the region and the DMA engine."""
+    for key in ("data_cycles", "iterations"):
+        if key in args:
+            _number(args[key], key, -1e18)
+    for key in ("region", "dma_engine"):
+        if args.get(key) is not None:
+            _text(args[key], key)
