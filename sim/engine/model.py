@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import itertools
+import math
 from heapq import heappush
 from typing import Callable, Literal, NamedTuple, get_args
 
@@ -23,6 +24,21 @@ from dspsim.sim.engine.dma import engine_on, engine_pools
 from dspsim.sim.engine.job import Job, Operand
 from dspsim.sim.engine.network import Link
 from dspsim.sim.engine.vector import VectorCost
+
+#: Significant bits an instant keeps on the event queue (of a float's 53). Instants that
+#: are equal in exact arithmetic but reached by different sums of delays differ in their
+#: last bits, and by how much depends on where the call began (its launch cycles); kept
+#: to this precision they are equal, so events due together run in the order they were
+#: scheduled, whatever the offset. 2**-44 of the time is far below every slack the engine
+#: allows (1e-9 relative), and whole cycles stay whole.
+INSTANT_BITS = 44
+
+
+def instant(when: float) -> float:
+    """``when`` rounded to :data:`INSTANT_BITS` significant bits."""
+    mantissa, exponent = math.frexp(when)
+    return math.ldexp(round(mantissa * (1 << INSTANT_BITS)), exponent - INSTANT_BITS)
+
 
 #: Trace thread names of a core's engines, in display order.
 LOAD, COMPUTE, STORE = "dma-in", "vector", "dma-out"
@@ -69,7 +85,8 @@ class CountingEnvironment(simpy.Environment):
 
     def call_later(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now: one heap entry, no Timeout."""
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), _Wakeup(then)))
+        heappush(self._queue, (instant(self._now + delay), NORMAL, next(self._eid),
+                               _Wakeup(then)))
 
 
 @dataclass(frozen=True)
