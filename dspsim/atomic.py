@@ -244,7 +244,7 @@ def _write(data: bytes, shown: str, what: str, make_folder: bool) -> str:
         check_target(shown, what)  # it may have changed while we wrote
         os.replace(tmp, target)
         tmp = None
-        _sync_folder(folder)
+        sync_folder(folder)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         if exc.errno == errno.ENAMETOOLONG:
@@ -259,8 +259,8 @@ def _write(data: bytes, shown: str, what: str, make_folder: bool) -> str:
     return shown
 
 
-def _sync_folder(folder: str) -> None:
-    """Make the rename itself durable (best effort: not every file system allows it)."""
+def sync_folder(folder: str) -> None:
+    """Make a folder's entries (a rename into it) durable (best effort: not every file system allows it)."""
     try:
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:

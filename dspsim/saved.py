@@ -16,7 +16,7 @@ import os
 import secrets
 from typing import Callable
 
-from dspsim.atomic import as_path, check_not_input, writer_alive
+from dspsim.atomic import as_path, check_not_input, sync_folder, writer_alive
 from dspsim.sim.errors import ArgumentError
 
 #: a file name's bytes kept in the name of a staging folder, so that it stays far below
@@ -69,12 +69,12 @@ def write_folder(folder, files: dict[str, bytes], *, force: bool = False,
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-        _sync(staging)
+        sync_folder(staging)
         if os.path.isdir(folder):
             _swap_in(staging, folder)  # staging now holds the former contents
         else:
             os.rename(staging, folder)
-        _sync(parent)
+        sync_folder(parent)
     except OSError as exc:
         raise ArgumentError(f"cannot save to {shown}: {exc.strerror or exc}") from None
     finally:
@@ -180,20 +180,6 @@ def _remove_abandoned(parent: str, prefix: str) -> None:
         pid = name[len(prefix):].partition("-")[0]
         if pid.isdigit() and not writer_alive(int(pid)):
             _remove_tree(os.path.join(parent, name))
-
-
-def _sync(path: str) -> None:
-    """Make a folder's entries durable (best effort: not every file system allows it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _remove_tree(path: str) -> None:
