@@ -74,7 +74,10 @@ def fresh_checkout(destination: Path) -> Path:
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
     if listed.returncode == 0 and listed.stdout:
         for name in listed.stdout.decode().split("\0"):
-            if name and (ROOT / name).is_file():
+            if name and (ROOT / name).is_symlink():  # dspsim/sim -> ../sim and the like
+                (copy / name).parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(os.readlink(ROOT / name), copy / name)
+            elif name and (ROOT / name).is_file():
                 (copy / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(ROOT / name, copy / name)
     else:
