@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 
+from pathlib import Path
+
 import pytest
 
 import dspsim
@@ -77,7 +79,7 @@ def test_vector_bound_advice_names_the_dearest_expansion():
 
 def test_program_table_and_csv(tmp_path):
     done = dspsim_cli("program", "examples/mlp_backward_split.yaml", "--timing-only",
-                      "--csv", cwd=dspsim.__file__.rsplit("/dspsim/", 1)[0])
+                      "--csv", cwd=str(Path(__file__).resolve().parent.parent))
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
     assert len(rows) == 6

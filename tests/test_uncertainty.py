@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import re
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -169,6 +171,6 @@ def test_json_carries_the_band_and_program_has_one():
     assert band["keys"][0]["swing"] >= band["keys"][-1]["swing"]
     assert any(k["key"] == "memory.ddr.efficiency" for k in band["keys"])
     text = dspsim_cli("program", "examples/mlp_backward_split.yaml", "--timing-only",
-                      "--param", "hidden_len=8192", "--uncertainty", cwd=dspsim.__file__.rsplit("/dspsim/", 1)[0])
+                      "--param", "hidden_len=8192", "--uncertainty", cwd=str(Path(__file__).resolve().parent.parent))
     assert text.returncode == 0, text.stderr
     assert "band" in text.stdout and "memory.ddr.efficiency" in text.stdout
