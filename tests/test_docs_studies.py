@@ -11,23 +11,14 @@ import pytest
 
 from test_readme import _environment, fresh_checkout, shell_commands
 
+from test_readme import readme_blocks
+
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "studies.md"
 
 
 def page_blocks() -> list[tuple[int, str, str]]:
     """(line number, language, text) of every fenced python or bash block."""
-    blocks, lines = [], PAGE.read_text(encoding="utf-8").splitlines()
-    index = 0
-    while index < len(lines):
-        match = re.match(r"^```(\S*)", lines[index])
-        if not match:
-            index += 1
-            continue
-        end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
-        if match.group(1) in ("python", "bash"):
-            blocks.append((index + 1, match.group(1), "\n".join(lines[index + 1:end]) + "\n"))
-        index = end + 1
-    return blocks
+    return [block for block in readme_blocks(PAGE) if block[1] in ("python", "bash")]
 
 
 BLOCKS = page_blocks()
