@@ -2,16 +2,13 @@
 checkout (as the README's blocks do), and the outputs it quotes are what the commands say."""
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from test_readme import _environment, fresh_checkout, shell_commands
-
-from test_readme import readme_blocks
+from test_readme import _environment, fresh_checkout, readme_blocks, shell_commands
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "studies.md"
 
