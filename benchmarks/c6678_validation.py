@@ -18,8 +18,8 @@ tests/test_c6678_validation.py imports this file and checks the rows.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -6,6 +6,8 @@ holds the command line.
 """
 __version__ = "0.1.0"
 
+from dspsim.arrays import simulate
+from dspsim.chip import Chip, load_chip
 from dspsim.sim.errors import (
     AddressError,
     ArgumentError,
@@ -14,8 +16,6 @@ from dspsim.sim.errors import (
     DspSimError,
     DTypeError,
 )
-from dspsim.chip import Chip, load_chip
-from dspsim.arrays import simulate
 
 __all__ = [
     "Chip",

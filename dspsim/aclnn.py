@@ -35,11 +35,22 @@ import ml_dtypes
 import numpy as np
 
 from dspsim import kernels
-from dspsim.aclrt import (ACL_SUCCESS, ACLNN_ERR_PARAM_INVALID,  # noqa: F401 - re-exported
-                          ACLNN_ERR_PARAM_NULLPTR, ACLNN_SUCCESS, Event, Stream,
-                          aclGetRecentErrMsg, aclrtCreateEvent, aclrtDestroyStream,
-                          aclrtRecordEvent, aclrtResetDevice, aclrtStreamWaitEvent,
-                          aclrtSynchronizeStream, fail)
+from dspsim.aclrt import (  # noqa: F401 - re-exported
+    ACL_SUCCESS,
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    ACLNN_SUCCESS,
+    Event,
+    Stream,
+    aclGetRecentErrMsg,
+    aclrtCreateEvent,
+    aclrtDestroyStream,
+    aclrtRecordEvent,
+    aclrtResetDevice,
+    aclrtStreamWaitEvent,
+    aclrtSynchronizeStream,
+    fail,
+)
 from dspsim.result import RunResult
 from dspsim.sim.errors import DspSimError
 

@@ -25,10 +25,12 @@ last synchronisation lives on the chip object, so a chip and its tensors are fre
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from dspsim.aclrt_work import BUFFER_ALIGNMENT, PendingWork, runtime_of  # noqa: F401 - re-exported
 from dspsim.chip import Chip
 from dspsim.placement import c_arguments
 from dspsim.programs import Program, ProgramResult
@@ -36,7 +38,6 @@ from dspsim.programs.program import Initial
 from dspsim.result import RunResult
 from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.tensor_memory import self_overlapping, tensor_key
-from dspsim.aclrt_work import BUFFER_ALIGNMENT, PendingWork, runtime_of  # noqa: F401 - re-exported
 
 ACL_SUCCESS = ACLNN_SUCCESS = 0
 ACLNN_ERR_PARAM_NULLPTR = 161001

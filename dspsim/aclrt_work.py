@@ -6,7 +6,8 @@ table, so that a chip nobody refers to is freed with its pending kernels and ten
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

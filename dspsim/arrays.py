@@ -5,7 +5,7 @@ call is checked and timed before a single byte is written to the chip's memory.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -13,8 +13,8 @@ from dspsim import kernels
 from dspsim.chip import Chip
 from dspsim.placement import c_arguments, place_operands
 from dspsim.result import RunResult
-from dspsim.sim.errors import ArgumentError, DTypeError
 from dspsim.sim.engine.machine import check_fidelity
+from dspsim.sim.errors import ArgumentError, DTypeError
 
 #: numpy dtype kinds that hold real numbers: bool, signed and unsigned integers, floats
 _REAL_KINDS = "biuf"

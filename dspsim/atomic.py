@@ -18,7 +18,7 @@ import re
 import stat
 import tempfile
 import time
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from dspsim.sim.errors import ArgumentError
 

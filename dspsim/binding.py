@@ -13,8 +13,8 @@ import numpy as np
 
 from dspsim import kernels
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.errors import AddressError, ArgumentError
 from dspsim.sim.engine.job import Operand
+from dspsim.sim.errors import AddressError, ArgumentError
 from dspsim.sim.memory import Memory, Span
 
 

@@ -25,6 +25,7 @@ from dspsim.sim.engine.machine import check_fidelity
 from dspsim.sim.errors import ArgumentError, DTypeError
 from dspsim.sim.memory import Memory
 
+
 def _numpy_dtype(dtype):
     """fp32/fp16/bf16 as their numpy types; anything else as given."""
     if isinstance(dtype, str) and dtype in library.DTYPES:
@@ -165,7 +166,7 @@ class Chip:
             return PreparedCall(self, bound, fidelity, tile_bytes).finish(numerics=numerics)
 
     def prepare(self, name: str, *args, core: int | None = None, fidelity: str = "fast",
-                tile_bytes: int | None = None, **kwargs) -> "PreparedCall":
+                tile_bytes: int | None = None, **kwargs) -> PreparedCall:
         """Check a call and time it without touching memory; its inputs may be written after.
 
         Every argument is checked against the operator and the chip, and the timing model

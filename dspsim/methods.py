@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from typing import Callable
+from collections.abc import Callable
 
 from dspsim import kernels
 from dspsim.result import RunResult

@@ -11,7 +11,8 @@ from __future__ import annotations
 import io
 import math
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from dspsim.atomic import as_path, check_target, write_atomically
 from dspsim.sim.errors import ArgumentError

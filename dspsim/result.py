@@ -8,14 +8,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from dspsim.sim.errors import ArgumentError
+from dspsim.atomic import check_target
+from dspsim.saved import check_folder, write_folder
 from dspsim.sim.engine.machine import ENGINES, Timing
 from dspsim.sim.engine.roofline import ROOFLINE_TERMS
 from dspsim.sim.engine.tiling import NO_TILING
-from dspsim.atomic import check_target
-from dspsim.saved import check_folder, write_folder
+from dspsim.sim.errors import ArgumentError
 from dspsim.tables import json_text, to_jsonable
 from dspsim.traces.build import model_from_timing
 from dspsim.traces.formats import TraceModel, chrome_from_model, encode_trace, write_trace
@@ -161,7 +159,7 @@ class RunResult(TimedInCycles):
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunResult":
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
         """A RunResult from :meth:`to_dict`'s output (without the timing record)."""
         names = {f.name for f in dataclasses.fields(cls) if f.metadata.get("json", True)}
         core_names = {f.name for f in dataclasses.fields(CoreResult)}

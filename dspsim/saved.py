@@ -14,7 +14,7 @@ import ctypes
 import errno
 import os
 import secrets
-from typing import Callable
+from collections.abc import Callable
 
 from dspsim.atomic import as_path, check_not_input, sync_folder, writer_alive
 from dspsim.sim.errors import ArgumentError

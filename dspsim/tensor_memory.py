@@ -15,7 +15,7 @@ try:
     from numpy.lib.array_utils import byte_bounds
 except ImportError:  # numpy < 2
     byte_bounds = np.byte_bounds
-_TooHardError = getattr(getattr(np, "exceptions", np), "TooHardError")
+_TooHardError = getattr(np, "exceptions", np).TooHardError
 
 
 def tensor_key(array: np.ndarray) -> tuple:

@@ -14,8 +14,9 @@ A timing is a plain function of a chip config, so calls and programs share all o
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from dspsim.seam import job_for
 from dspsim.sim.chip.load import ChipConfig, config_from_dict, parse_chip_yaml

@@ -14,11 +14,23 @@ stay within ``tolerance_ulps`` of the correctly rounded result, the operator's
 from __future__ import annotations
 
 from dspsim.kernels.grad_common import GRAD_ARGS, GRAD_INPUTS  # noqa: F401
-from dspsim.kernels.piecewise_grads import (H_SIGMOID_GRAD, H_SWISH_GRAD, HARD_SHRINK_GRAD,
-                                            L_RELU_GRAD, RELU6_GRAD, RELU_GRAD,
-                                            SOFTSHRINK_GRAD)
-from dspsim.kernels.smooth_grads import (ELU_GRAD, GELU_GRAD, SIGMOID_GRAD, SOFTPLUS_GRAD,
-                                         SWISH_GRAD, TANH_GRAD)
+from dspsim.kernels.piecewise_grads import (
+                                            H_SIGMOID_GRAD,
+                                            H_SWISH_GRAD,
+                                            HARD_SHRINK_GRAD,
+                                            L_RELU_GRAD,
+                                            RELU6_GRAD,
+                                            RELU_GRAD,
+                                            SOFTSHRINK_GRAD,
+)
+from dspsim.kernels.smooth_grads import (
+                                            ELU_GRAD,
+                                            GELU_GRAD,
+                                            SIGMOID_GRAD,
+                                            SOFTPLUS_GRAD,
+                                            SWISH_GRAD,
+                                            TANH_GRAD,
+)
 
 OPERATORS = (RELU_GRAD, RELU6_GRAD, L_RELU_GRAD, SIGMOID_GRAD, TANH_GRAD, H_SIGMOID_GRAD,
              H_SWISH_GRAD, GELU_GRAD, ELU_GRAD, SOFTPLUS_GRAD, HARD_SHRINK_GRAD,

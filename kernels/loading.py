@@ -20,9 +20,9 @@ import sys
 import threading
 import traceback
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Iterable
 
 from dspsim.kernels.declaration import probe_formulas
 from dspsim.kernels.operator import Operator
@@ -52,7 +52,7 @@ class KernelSource:
         return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike) -> "KernelSource":
+    def from_path(cls, path: str | os.PathLike) -> KernelSource:
         """The file at ``path``; a KernelDeclarationError if it is no readable text file."""
         path = os.fspath(path)
         if not os.path.exists(path):

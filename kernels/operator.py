@@ -7,8 +7,8 @@ iteration, from which the chip's unit table derives the cost.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -17,7 +17,6 @@ from dspsim.kernels.declaration import check_declaration
 from dspsim.kernels.dtypes import DType
 from dspsim.kernels.numerics import smallest_subnormal
 from dspsim.kernels.param import Param
-
 
 Compute = Callable[..., np.ndarray]
 #: error_bound(eps, subnormal, *inputs, **params) -> |error| allowed per element, where

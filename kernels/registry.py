@@ -7,9 +7,9 @@ module-level functions speak of the library's own operators.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping
 
 from dspsim.kernels import activation_grads, forward, losses
 from dspsim.kernels.dtypes import BY_PREFIX, DTYPES, DType
@@ -91,7 +91,7 @@ class KernelSet(Mapping[str, Operator]):
         return f"KernelSet({len(self)} operators{', own: ' + ', '.join(own) if own else ''})"
 
     def extended(self, operators: Iterable[Operator], origin: str,
-                 source=None) -> "KernelSet":
+                 source=None) -> KernelSet:
         """This set plus ``operators`` declared in ``origin``; a KernelDeclarationError if a
         stem is already taken (by the library or by another file)."""
         added = list(operators)

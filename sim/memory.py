@@ -18,8 +18,8 @@ except ImportError:
 import numpy as np
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.intervals import DtypeMap, IntervalSet  # noqa: F401 - part of this API
 from dspsim.sim.errors import AddressError, ArgumentError, CapacityError, DTypeError
+from dspsim.sim.intervals import DtypeMap, IntervalSet  # noqa: F401 - part of this API
 
 
 def _check_storable(dtype: np.dtype) -> None:
@@ -78,10 +78,10 @@ class Span:
     def end_offset(self) -> int:
         return self.offset + self.nbytes
 
-    def same_storage(self, other: "Span") -> bool:
+    def same_storage(self, other: Span) -> bool:
         return self.region == other.region and self.core == other.core
 
-    def overlaps(self, other: "Span") -> bool:
+    def overlaps(self, other: Span) -> bool:
         return (self.same_storage(other) and self.offset < other.end_offset
                 and other.offset < self.end_offset)
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from reference import l_relu, swish_grad
 
 import dspsim
 from dspsim import aclnn
-from dspsim.aclnn import (ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, ACLNN_SUCCESS,
-                          Stream)
-
-from reference import l_relu, swish_grad
+from dspsim.aclnn import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, ACLNN_SUCCESS, Stream
 
 
 def _tensors(shape=(8, 125), dtype=np.float32, seed=0):

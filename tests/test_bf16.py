@@ -10,13 +10,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 import yaml
+from reference import REFERENCES
+from test_operators import PARAMS, assert_matches_reference, make_inputs
 
 import dspsim
 from dspsim import kernels
 from dspsim.sim.chip.load import packaged_chips
-
-from reference import REFERENCES
-from test_operators import PARAMS, assert_matches_reference, make_inputs
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

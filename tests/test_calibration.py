@@ -73,7 +73,7 @@ def test_recovers_with_noise_within_stated_tolerances(tmp_path):
     # each key's standard error is reported and covers the noise-sized miss
     for key, value in truth.items():
         miss = abs(math.log(keys[key].fitted / value))
-        assert 0 < keys[key].std_error and miss < 4 * keys[key].std_error + 0.01
+        assert keys[key].std_error > 0 and miss < 4 * keys[key].std_error + 0.01
 
 
 def test_collinear_keys_are_flagged(tmp_path):

@@ -10,14 +10,13 @@ import sys
 
 import pytest
 import yaml
+from terminal import appears_whole, dspsim_cli, dspsim_in_terminal
 
 import dspsim
 from dspsim import kernels
 from dspsim.result import RunResult
 from dspsim.sim.chip.load import packaged_chips
 from dspsim.traces.formats import load_trace, validate_trace
-
-from terminal import appears_whole, dspsim_cli, dspsim_in_terminal
 
 RUN = ("run", "fp_relu_grad_s", "--chip", "ft78ne", "--length", "2^20", "--core-mask", "0xff",
        "--no-trace")

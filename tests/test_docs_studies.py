@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_readme import _environment, fresh_checkout, readme_blocks, shell_commands
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "studies.md"

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.traces.plot import (PIXELS, Row, _draw_bars, busy_density, chart_rows, merged,
-                                plot_trace)
+from dspsim.traces.plot import PIXELS, Row, _draw_bars, busy_density, chart_rows, merged, plot_trace
 from dspsim.traces.view import read_trace
 
 DDR, MIB = 0x80000000, 1 << 20

@@ -10,13 +10,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 import yaml
+from terminal import dspsim_cli, dspsim_in_terminal
 
 import dspsim
 from dspsim import aclnn
 from dspsim.aclnn import ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
 from dspsim.sim.chip.load import config_from_dict, load_config, packaged_chips
-
-from terminal import dspsim_cli, dspsim_in_terminal
 
 SENTINEL = 42.0
 #: where simulate() puts a 64-element call on FT78NE: the reference pages' addresses

@@ -11,6 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from terminal import dspsim_cli
 
 from dspsim import aclnn
 from dspsim.aclnn import ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
@@ -19,8 +20,6 @@ from dspsim.calibration.measurements import load_measurements
 from dspsim.chip import Chip
 from dspsim.programs.file import ProgramFileError, load_program
 from dspsim.sim.errors import DspSimError
-
-from terminal import dspsim_cli
 
 PROGRAM = """\
 chip: ft78ne

@@ -5,10 +5,9 @@ import re
 
 import numpy as np
 import pytest
+from terminal import dspsim_cli
 
 import dspsim
-
-from terminal import dspsim_cli
 
 
 def test_dspsim_alone_prints_help():

@@ -14,13 +14,12 @@ import zlib
 import ml_dtypes
 import numpy as np
 import pytest
+from reference import REFERENCES
 
 import dspsim
 from dspsim import kernels
 from dspsim.kernels.check import compare, tolerance_for, ulp_distance
 from dspsim.sim.chip.load import load_config, packaged_chips
-
-from reference import REFERENCES
 
 CHIPS = ("ft78ne", "mt7004", "mt7016")
 LENGTH_TYPICAL = 1200

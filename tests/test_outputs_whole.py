@@ -8,11 +8,10 @@ import subprocess
 import sys
 
 import pytest
+from terminal import dspsim_cli
 
 import dspsim
 from dspsim.sim.chip.load import packaged_chips
-
-from terminal import dspsim_cli
 
 TINY_PROGRAM = """
 chip: ft78ne

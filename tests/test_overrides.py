@@ -2,8 +2,8 @@
 import pytest
 
 from dspsim.sim.chip.load import config_from_dict, load_config_and_text, parse_chip_yaml
+from dspsim.sim.chip.overrides import apply_overrides, numeric_keys, numeric_value, parse_set
 from dspsim.sim.errors import ArgumentError, ConfigError
-from dspsim.sim.chip.overrides import (apply_overrides, numeric_keys, numeric_value, parse_set)
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import l_relu
+from terminal import dspsim_cli
 
 from dspsim.programs.file import ProgramFileError, load_program
 from dspsim.sim.errors import DspSimError
-
-from reference import l_relu
-from terminal import dspsim_cli
 
 LOCAL = """
 chip: ft78ne

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import dspsim
+from dspsim import kernels
 from dspsim.placement import c_arguments
 from dspsim.seam import job_for
-from dspsim import kernels
 from dspsim.sim.chip.load import config_from_dict, packaged_chips
 from dspsim.sim.engine.machine import run_job
 from dspsim.traces.formats import trace_bytes, validate_trace

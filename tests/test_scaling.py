@@ -12,11 +12,11 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_properties import RAW, chip_descriptions
 
 import dspsim
 from dspsim.sim.chip.load import config_from_dict
 from dspsim.sim.engine.tiling import partition
-from test_properties import RAW, chip_descriptions
 
 CORE_STEP = 1.01  # one more core: at most 1% slower
 LENGTH_STEP = 0.99  # one more vector per core: at most 1% faster

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import l_relu_grad, sigmoidcrossentropywithlogitsgrad, smoothl1lossgrad
 
 import dspsim
 from dspsim.kernels import DTYPES
 from dspsim.kernels.check import compare
-
-from reference import l_relu_grad, sigmoidcrossentropywithlogitsgrad, smoothl1lossgrad
 
 FP32 = DTYPES["fp32"]
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
-
 from pathlib import Path
 
 import pytest
+from terminal import dspsim_cli, dspsim_in_terminal
 
 import dspsim
 from dspsim.traces.speed import speed_of_light
 from dspsim.traces.view import read_trace, summarize
-from terminal import dspsim_cli, dspsim_in_terminal
 
 N = 1 << 18
 

@@ -11,15 +11,21 @@ import sys
 import textwrap
 
 import pytest
+from terminal import dspsim_cli
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.sweep import (ProgramSweepSpec, SweepSpec, elasticities, plan, plan_program,
-                          rows_for_plots, sweep)
+from dspsim.sweep import (
+    ProgramSweepSpec,
+    SweepSpec,
+    elasticities,
+    plan,
+    plan_program,
+    rows_for_plots,
+    sweep,
+)
 from dspsim.sweep.chips import ChipSpec, chip_variants, variant_count
 from dspsim.sweep.notes import SkippedNotes
 from dspsim.sweep.store import RowStore
-
-from terminal import dspsim_cli
 
 PROGRAM = """\
 chip: ft78ne

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.sweep import driver as sweep
-from dspsim.sweep.executors import DaskExecutor, ProcessExecutor, SerialExecutor, make_executor
 from dspsim.placement import c_arguments, place_operands
-from dspsim.sweep.scaling_plot import write_sweep_plots
 from dspsim.sim.chip.load import resolve_chip_path
 from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sweep import SweepSpec, plan, run_sweep
+from dspsim.sweep import driver as sweep
+from dspsim.sweep.executors import DaskExecutor, ProcessExecutor, SerialExecutor, make_executor
 from dspsim.sweep.plan import masks_for
+from dspsim.sweep.scaling_plot import write_sweep_plots
 from dspsim.sweep.store import COLUMNS, RowStore
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -13,12 +13,12 @@ import time
 
 import pytest
 
+from dspsim.sim.chip.load import resolve_chip_path
 from dspsim.sweep import SweepSpec, plan, run_sweep
 from dspsim.sweep import files as sweep_files
 from dspsim.sweep.chips import ChipSpec
 from dspsim.sweep.executors import SerialExecutor
 from dspsim.sweep.store import RowStore, StoreError
-from dspsim.sim.chip.load import resolve_chip_path
 
 
 def small(**changes) -> SweepSpec:

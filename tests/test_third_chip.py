@@ -8,6 +8,7 @@ import copy
 import numpy as np
 import pytest
 import yaml
+from reference import REFERENCES
 
 import dspsim
 from dspsim.kernels.check import compare
@@ -15,7 +16,6 @@ from dspsim.placement import c_arguments, place_operands
 from dspsim.sim.chip.load import config_from_dict, load_config, packaged_chips
 from dspsim.sim.engine.dma import DMA_MODELS, dma_models, sharing_cores
 from dspsim.sim.errors import ConfigError
-from reference import REFERENCES
 
 DDR_IN, DDR_OUT = (0xA0000000, 0xA1000000), 0xB0000000
 #: one more core may cost at most this much (the design's 1% monotonicity)

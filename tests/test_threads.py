@@ -9,12 +9,11 @@ import weakref
 
 import numpy as np
 import pytest
+from reference import l_relu
 
 import dspsim
 from dspsim import aclnn
 from dspsim.aclnn import ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS, Stream
-
-from reference import l_relu
 
 THREADS = 4
 ROUNDS = 10

@@ -14,9 +14,9 @@ import pytest
 
 import dspsim
 from dspsim import atomic as trace_file
+from dspsim.atomic import remove_stale_temporaries, write_atomically
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.formats import write_trace
-from dspsim.atomic import remove_stale_temporaries, write_atomically
 
 
 @pytest.fixture(scope="module")

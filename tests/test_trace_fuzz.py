@@ -16,8 +16,8 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 import dspsim
 from dspsim.sim.errors import DspSimError
-from dspsim.traces.formats import encode_trace
 from dspsim.traces.compare import compare
+from dspsim.traces.formats import encode_trace
 from dspsim.traces.plot import plot_trace
 from dspsim.traces.view import read_trace, summarize
 

@@ -28,7 +28,7 @@ def result():
     return simulated()
 
 
-def parsed(path) -> "pb.Trace":
+def parsed(path) -> pb.Trace:
     return pb.Trace.FromString(open(path, "rb").read())
 
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import dspsim
-from dspsim.traces.plot import _label, chart_rows, legend_entries, plot_trace
 from dspsim.placement import place_operands
 from dspsim.sim.chip.load import load_config, packaged_chips
 from dspsim.sim.errors import ArgumentError
 from dspsim.traces.compare import compare
+from dspsim.traces.plot import _label, chart_rows, legend_entries, plot_trace
 from dspsim.traces.view import gaps, intersection, merge, read_trace, summarize
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 import re
-
 from pathlib import Path
 
 import pytest
 import yaml
+from terminal import dspsim_cli
 
 import dspsim
 from dspsim.sim.chip.load import packaged_chips
@@ -16,7 +16,6 @@ from dspsim.sim.chip.ranges import range_end
 from dspsim.sim.chip.yamlfile import BoundedLoader
 from dspsim.sim.errors import ConfigError
 from dspsim.uncertainty import MODEL_ERROR, call_band, chip_ranges
-from terminal import dspsim_cli
 
 N = 1 << 14
 

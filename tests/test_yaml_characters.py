@@ -3,7 +3,6 @@ its line and its column, from every reader."""
 from __future__ import annotations
 
 import pytest
-
 from terminal import dspsim_cli
 
 CHARACTERS = {"SYN": "\x16", "ETX": "\x03", "DEL": "\x7f", "ESC": "\x1b",

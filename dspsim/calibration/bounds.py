@@ -3,7 +3,7 @@ to ten times its value, narrowed to what the chip accepts; on the log scale of t
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 

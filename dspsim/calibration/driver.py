@@ -5,14 +5,21 @@ import math
 import os
 import re
 import time
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from dspsim.calibration.bounds import log_bounds
 from dspsim.calibration.determination import determination
-from dspsim.calibration.fit import (MAX_ROUNDS, ROUND_MOVE, SETTLED, Objective, Progress,
-                                    local_fit, starting_point)
+from dspsim.calibration.fit import (
+    MAX_ROUNDS,
+    ROUND_MOVE,
+    SETTLED,
+    Objective,
+    Progress,
+    local_fit,
+    starting_point,
+)
 from dspsim.calibration.measurements import MeasurementError, load_measurements
 from dspsim.calibration.model import CallTimer, ChipModel, reported_cycles
 from dspsim.calibration.results import Calibration, KeyFit, RowFit

@@ -19,7 +19,7 @@ that moves the rows only as another key does (collinear columns), is not pinned 
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

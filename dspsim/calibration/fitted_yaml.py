@@ -9,16 +9,16 @@ written, atomically.
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 import yaml
 
+from dspsim.atomic import write_atomically
 from dspsim.calibration.results import Calibration
 from dspsim.sim.chip.load import config_from_dict, parse_chip_yaml
-from dspsim.sim.errors import ConfigError
 from dspsim.sim.chip.overrides import apply_overrides, split_key
 from dspsim.sim.chip.ranges import without_range
-from dspsim.atomic import write_atomically
+from dspsim.sim.errors import ConfigError
 
 
 def format_number(value: float, whole: bool = False) -> str:

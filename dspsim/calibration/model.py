@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -25,11 +25,15 @@ from dspsim.binding import BoundCall
 from dspsim.calibration.measurements import Measurement, MeasurementError
 from dspsim.chip import Chip, PreparedCall
 from dspsim.placement import c_arguments, place_operands
-from dspsim.sim.chip.load import (ChipConfig, config_from_dict, parse_chip_yaml, read_chip_text,
-                               resolve_chip_path)
-from dspsim.sim.errors import ArgumentError, CapacityError, ConfigError, DspSimError
+from dspsim.sim.chip.load import (
+    ChipConfig,
+    config_from_dict,
+    parse_chip_yaml,
+    read_chip_text,
+    resolve_chip_path,
+)
 from dspsim.sim.chip.overrides import apply_overrides, numeric_value, split_key, whole_number_key
-
+from dspsim.sim.errors import ArgumentError, CapacityError, ConfigError, DspSimError
 
 #: How far (in units, or a tenth of the value if more) a whole number is moved to find a
 #: value the chip accepts.

@@ -8,15 +8,20 @@ writes rows as a measurement CSV that ``dspsim calibrate`` reads.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from dspsim.atomic import write_atomically
 from dspsim.calibration.measurements import PARAMETER_NAMES, Measurement
 from dspsim.calibration.model import CallTimer, reported_cycles
-from dspsim.sim.chip.load import config_from_dict, parse_chip_yaml, read_chip_text, resolve_chip_path
+from dspsim.sim.chip.load import (
+    config_from_dict,
+    parse_chip_yaml,
+    read_chip_text,
+    resolve_chip_path,
+)
 from dspsim.sim.chip.overrides import apply_overrides
 from dspsim.tables import csv_text
 

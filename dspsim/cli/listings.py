@@ -1,16 +1,12 @@
 """``dspsim chips`` and ``dspsim ops``: what exists, as fitted tables or as JSON."""
 from __future__ import annotations
 
-import os
-
-from rich.text import Text
-
 from dspsim import kernels
 from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.sim.chip.load import ChipConfig, load_config, packaged_chips
-from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.engine.vector import vector_cost
+from dspsim.sim.errors import ArgumentError, DspSimError
 
 
 # --------------------------------------------------------------------------- chips

@@ -13,27 +13,34 @@ import hashlib
 import os
 import re
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.text import Text
 
 import dspsim
+from dspsim.atomic import command_inputs
 from dspsim.checked import run_checked
 from dspsim.chip import Chip
-from dspsim.cli.args import add_kernels_option, param_dict, parse_int, parse_length, parse_param, parse_seed
+from dspsim.cli.args import (
+    add_kernels_option,
+    param_dict,
+    parse_int,
+    parse_length,
+    parse_param,
+    parse_seed,
+)
+from dspsim.cli.listings import add_chips, add_ops
 from dspsim.cli.output import Output, PipedConsole, add_json_option
 from dspsim.cli.report import render, render_band, run_csv_row
 from dspsim.placement import c_arguments
-from dspsim.uncertainty import call_band
-from dspsim.cli.listings import add_chips, add_ops
-from dspsim.atomic import command_inputs
 from dspsim.result import FORMER_FILES, SAVED_FILES, check_folder
-from dspsim.tables import to_jsonable
-from dspsim.sim.errors import ArgumentError, DspSimError
 from dspsim.sim.engine.machine import FIDELITIES
+from dspsim.sim.errors import ArgumentError, DspSimError
+from dspsim.tables import to_jsonable
 from dspsim.traces.formats import check_target
 from dspsim.traces.speed import speed_of_light
+from dspsim.uncertainty import call_band
 
 DEFAULT_TRACE_DIR = "traces"
 #: Perfetto's protobuf: clean track names and whole-cycle slices in the Perfetto UI
@@ -210,10 +217,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+from dspsim.cli.calibrate import add_calibrate  # noqa: E402
+from dspsim.cli.program import add_program  # noqa: E402
 from dspsim.cli.sweep import add_sweep  # noqa: E402 - commands defined in their own modules
 from dspsim.cli.trace import add_trace  # noqa: E402
-from dspsim.cli.program import add_program  # noqa: E402
-from dspsim.cli.calibrate import add_calibrate  # noqa: E402
 
 COMMANDS: list[Callable] = [add_run, add_chips, add_ops, add_sweep, add_trace, add_program,
                             add_calibrate]

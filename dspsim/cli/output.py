@@ -22,8 +22,9 @@ import errno
 import os
 import sys
 import textwrap
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence, Union
+from typing import Union
 
 from rich import box
 from rich.console import Console

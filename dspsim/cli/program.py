@@ -10,8 +10,8 @@ from dspsim.cli.output import Output, add_json_option, number_column, text_colum
 from dspsim.cli.report import render_band, render_speed_of_light
 from dspsim.programs.file import load_program, parse_value
 from dspsim.programs.result import ProgramResult
-from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import FIDELITIES
+from dspsim.sim.errors import ArgumentError
 from dspsim.tables import to_jsonable
 from dspsim.traces.speed import SpeedOfLight, speed_of_light
 from dspsim.uncertainty import program_band

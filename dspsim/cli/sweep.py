@@ -15,8 +15,15 @@ import os
 from rich.text import Text
 
 import dspsim
-from dspsim.cli.args import (add_kernels_option, int_list, name_list, param_dict, parse_int,
-                             parse_param, parse_seed)
+from dspsim.cli.args import (
+    add_kernels_option,
+    int_list,
+    name_list,
+    param_dict,
+    parse_int,
+    parse_param,
+    parse_seed,
+)
 from dspsim.cli.output import Output, add_json_option
 from dspsim.cli.sweep_tables import render_program_rows, render_rows, render_sensitivity
 from dspsim.plots import slug

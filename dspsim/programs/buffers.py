@@ -9,7 +9,6 @@ call before any call reads it.
 from __future__ import annotations
 
 import dataclasses
-
 import math
 import os
 from dataclasses import dataclass

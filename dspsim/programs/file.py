@@ -32,8 +32,17 @@ from typing import Any
 from dspsim import kernels
 from dspsim.chip import Chip
 from dspsim.numbers import read_int
-from dspsim.programs.buffers import (Buffer, Init, buffer_spans, describe, fill, init_fits,
-                                     load_npy, parse_init, place)
+from dspsim.programs.buffers import (
+    Buffer,
+    Init,
+    buffer_spans,
+    describe,
+    fill,
+    init_fits,
+    load_npy,
+    parse_init,
+    place,
+)
 from dspsim.programs.calls import enqueue_items, unknown_call_keys
 from dspsim.programs.program import Initial, Program
 from dspsim.programs.result import ProgramResult

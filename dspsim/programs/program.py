@@ -18,12 +18,12 @@ by call in dependency order, through simulated memory.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
-
 import itertools
 import threading
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dspsim.binding import BoundCall
 from dspsim.methods import operator_doc, operator_signature
@@ -33,8 +33,14 @@ from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.machine import check_fidelity
 from dspsim.sim.errors import AddressError, ArgumentError
 from dspsim.sim.memory import Span
-from dspsim.sim.program.graph import (CallItem, RaceError, RecordItem, WaitItem,
-                                      build_dependencies, find_races)
+from dspsim.sim.program.graph import (
+    CallItem,
+    RaceError,
+    RecordItem,
+    WaitItem,
+    build_dependencies,
+    find_races,
+)
 from dspsim.sim.program.scheduler import plan_call, run_program
 
 #: what :meth:`Program.run` does about races
@@ -60,7 +66,7 @@ class Initial:
 class Event:
     """An event of a program: recorded on one stream, waited for on others."""
 
-    def __init__(self, program: "Program", name: str) -> None:
+    def __init__(self, program: Program, name: str) -> None:
         self.program = program
         self.name = name
         self.stream: Stream | None = None  # the stream that records it, once recorded
@@ -73,7 +79,7 @@ class Event:
 class EnqueuedCall:
     """A call waiting in a stream; ``index`` numbers it in its program."""
 
-    def __init__(self, index: int, stream: "Stream", bound: BoundCall) -> None:
+    def __init__(self, index: int, stream: Stream, bound: BoundCall) -> None:
         self.index = index
         self.stream = stream
         self.bound = bound
@@ -90,7 +96,7 @@ class Stream:
     """An in-order queue of calls, records and waits. Operators are its methods, named and
     ordered as in C (``s.fp_gelu_grad_s(dy, x, dx, length, core_mask)``)."""
 
-    def __init__(self, program: "Program", name: str) -> None:
+    def __init__(self, program: Program, name: str) -> None:
         self.program = program
         self.name = name
         self.items: list[object] = []

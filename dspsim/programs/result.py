@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from dspsim.binding import BoundCall
 from dspsim.result import RunResult, TimedInCycles
 from dspsim.seam import call_result
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.words import count
 from dspsim.sim.engine.machine import ENGINES
 from dspsim.sim.program.graph import CallItem, Dependencies, RecordItem, WaitItem
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
 from dspsim.tables import to_jsonable
 from dspsim.traces.build import model_from_program
-from dspsim.traces.usage import CALL_KEY, RESOURCES
 from dspsim.traces.formats import TraceModel, chrome_from_model, write_trace
+from dspsim.traces.usage import CALL_KEY, RESOURCES
+from dspsim.words import count
 
 #: windows of the DDR utilisation time series
 DDR_WINDOWS = 20

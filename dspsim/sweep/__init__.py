@@ -10,8 +10,7 @@ resumably, :mod:`~dspsim.sweep.driver` joins them, :mod:`~dspsim.sweep.api` is t
 from Python, and :mod:`~dspsim.sweep.whatif` ranks what each chip parameter does.
 """
 from dspsim.sweep.api import SweepRows, sweep
-from dspsim.sweep.driver import (SweepOutcome, SweepSpec, plan, row_group, rows_for_plots,
-                                 run_sweep)
+from dspsim.sweep.driver import SweepOutcome, SweepSpec, plan, row_group, rows_for_plots, run_sweep
 from dspsim.sweep.program_study import ProgramSweepSpec, plan_program
 from dspsim.sweep.study import DEFAULT_MAX_RUNS, Plan
 from dspsim.sweep.whatif import Elasticity, WhatIfPoint, elasticities, whatif_points

@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from dspsim.sim.chip.load import packaged_chips
+from dspsim.sim.errors import ArgumentError
 from dspsim.sweep.driver import run_sweep
 from dspsim.sweep.executors import make_executor
 from dspsim.sweep.plan import DEFAULT_FIDELITY, SweepSpec, plan
 from dspsim.sweep.program_study import ProgramSweepSpec, plan_program
 from dspsim.sweep.store import RowStore
-from dspsim.sim.chip.load import packaged_chips
-from dspsim.sim.errors import ArgumentError
 
 
 class SweepRows(list):

@@ -14,13 +14,19 @@ import hashlib
 import itertools
 import json
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
-from dspsim.sim.chip.load import (ChipConfig, config_from_dict, parse_chip_yaml, read_chip_text,
-                               resolve_chip_path)
-from dspsim.sim.errors import DspSimError
+from dspsim.sim.chip.load import (
+    ChipConfig,
+    config_from_dict,
+    parse_chip_yaml,
+    read_chip_text,
+    resolve_chip_path,
+)
 from dspsim.sim.chip.overrides import apply_overrides, numeric_value
+from dspsim.sim.errors import DspSimError
 
 
 def description_digest(raw: Any) -> str:
@@ -63,18 +69,18 @@ class ChipSpec:
     given: tuple[tuple[str, float], ...] = ()  # the chip's own values of the overridden keys
 
     @classmethod
-    def load(cls, chip: str) -> "ChipSpec":
+    def load(cls, chip: str) -> ChipSpec:
         """Read and validate a packaged chip name or a YAML path."""
         path = resolve_chip_path(chip)
         return cls.from_text(read_chip_text(path), path)
 
     @classmethod
-    def from_text(cls, text: str, source: str) -> "ChipSpec":
+    def from_text(cls, text: str, source: str) -> ChipSpec:
         """Validate a chip file's text; ``source`` names it in messages."""
         return cls.from_raw(parse_chip_yaml(text, source), source)
 
     @classmethod
-    def from_raw(cls, raw: Any, source: str) -> "ChipSpec":
+    def from_raw(cls, raw: Any, source: str) -> ChipSpec:
         """Validate a parsed description (a ConfigError names the key at fault)."""
         config = config_from_dict(raw, source)
         digest = description_digest(raw)
@@ -86,7 +92,7 @@ class ChipSpec:
         """A fresh copy of the parsed description."""
         return json.loads(self.text)
 
-    def with_overrides(self, overrides: tuple[tuple[str, float], ...]) -> "ChipSpec":
+    def with_overrides(self, overrides: tuple[tuple[str, float], ...]) -> ChipSpec:
         """This chip with numbers changed by key path, validated like a hand-edited file."""
         if not overrides:
             return self

@@ -18,15 +18,16 @@ not ask for is added (and counted apart in the summary).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
+from dspsim.sweep.chips import parse_overrides
 from dspsim.sweep.executors import Executor
 from dspsim.sweep.plan import DEFAULT_FIDELITY, RunSpec, SweepSpec, plan
 from dspsim.sweep.program_study import ProgramRun, execute_program
 from dspsim.sweep.run import execute_call
 from dspsim.sweep.store import RowStore
-from dspsim.sweep.chips import parse_overrides
 from dspsim.sweep.study import Plan
 from dspsim.sweep.whatif import numeric_order
 

@@ -16,8 +16,9 @@ import multiprocessing.connection
 import os
 import signal
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from dspsim.sim.errors import ArgumentError
 
@@ -44,7 +45,7 @@ class Executor:
     def close(self) -> None:
         """Release workers and connections."""
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -13,7 +13,8 @@ import math
 import os
 import signal
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sweep.study import Schema

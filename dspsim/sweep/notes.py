@@ -2,7 +2,7 @@
 keep a million messages."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 class SkippedNotes:

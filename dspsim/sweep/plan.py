@@ -8,17 +8,24 @@ worker, local or remote, can rebuild the chip without access to the user's files
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator
 
 from dspsim import kernels
-from dspsim.sim.errors import ArgumentError, ConfigError
-from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.chip.overrides import split_key
-from dspsim.sweep.notes import ChipLabels, SkippedNotes, some
-from dspsim.sweep.chips import (ChipSpec, chip_label, chip_variants,
-                                format_overrides, own_values, unique_chips, variant_count)
+from dspsim.sim.engine.machine import FIDELITIES
+from dspsim.sim.errors import ArgumentError, ConfigError
+from dspsim.sweep.chips import (
+    ChipSpec,
+    chip_label,
+    chip_variants,
+    format_overrides,
+    own_values,
+    unique_chips,
+    variant_count,
+)
 from dspsim.sweep.files import CALL_SCHEMA
+from dspsim.sweep.notes import ChipLabels, SkippedNotes, some
 from dspsim.sweep.study import Plan
 
 __all__ = ["BASELINE_MASK", "DEFAULT_FIDELITY", "ChipSpec", "Plan", "RunSpec", "SweepSpec",
@@ -60,7 +67,7 @@ class RunSpec:
         return (self.chip.name, self.chip.digest, self.operator, self.length, self.params,
                 self.fidelity)
 
-    def baseline(self) -> "RunSpec":
+    def baseline(self) -> RunSpec:
         return replace(self, core_mask=BASELINE_MASK)
 
 

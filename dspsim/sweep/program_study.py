@@ -16,8 +16,9 @@ import itertools
 import math
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from dspsim import kernels
 from dspsim.kernels.loading import kernel_sources
@@ -25,8 +26,7 @@ from dspsim.programs.file import load_program
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.errors import ArgumentError, DspSimError
-from dspsim.sweep.chips import (ChipSpec, chip_variants, format_overrides, own_values,
-                                variant_count)
+from dspsim.sweep.chips import ChipSpec, chip_variants, format_overrides, own_values, variant_count
 from dspsim.sweep.notes import SkippedNotes
 from dspsim.sweep.study import Plan, Schema
 

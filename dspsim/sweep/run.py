@@ -14,13 +14,18 @@ import numpy as np
 from dspsim.chip import Chip
 from dspsim.kernels.check import compare
 from dspsim.placement import c_arguments, place_operands
-from dspsim.sim.errors import DspSimError
 from dspsim.result import RunResult
 from dspsim.seam import call_result, compute_into_destination, job_for
 from dspsim.sim.engine.machine import COMPUTE, LOAD, STORE, run_job
 from dspsim.sim.engine.machine import plan as machine_plan
-from dspsim.sweep.plan import (BASELINE_MASK, DEFAULT_FIDELITY, RunSpec, format_overrides,
-                               format_params)
+from dspsim.sim.errors import DspSimError
+from dspsim.sweep.plan import (
+    BASELINE_MASK,
+    DEFAULT_FIDELITY,
+    RunSpec,
+    format_overrides,
+    format_params,
+)
 
 
 def execute_call(run: RunSpec, baseline_cycles: int | None) -> dict[str, Any]:

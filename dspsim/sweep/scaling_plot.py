@@ -10,10 +10,21 @@ import contextlib
 import json
 import os
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
-from dspsim.plots import (BOUND_MARKERS, Row, line_color, figure_grid, shared_legend, line_style,
-                          bound_legend, length_label, pyplot, save_figure, slug)
+from dspsim.plots import (
+    BOUND_MARKERS,
+    Row,
+    bound_legend,
+    figure_grid,
+    length_label,
+    line_color,
+    line_style,
+    pyplot,
+    save_figure,
+    shared_legend,
+    slug,
+)
 
 
 def _one_per_core_count(rows: Iterable[Row]) -> dict[int, Row]:
@@ -232,9 +243,8 @@ def forget_stale_plots(folder: str, keep: list[str]) -> None:
                 and name.endswith(".png"):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, name))
-    with contextlib.suppress(OSError):
-        with open(manifest, "w", encoding="utf-8") as handle:
-            json.dump(sorted(kept), handle)
+    with contextlib.suppress(OSError), open(manifest, "w", encoding="utf-8") as handle:
+        json.dump(sorted(kept), handle)
 
 
 def write_sweep_plots(rows: Iterable[Row], folder: str, operators: list[str] | None = None,

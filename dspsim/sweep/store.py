@@ -23,13 +23,24 @@ import os
 import time
 from typing import Any
 
-from dspsim.sim.errors import ArgumentError
 from dspsim.atomic import write_atomically
-from dspsim.tables import csv_text
+from dspsim.sim.errors import ArgumentError
+from dspsim.sweep.files import (
+    CALL_SCHEMA,
+    COLUMNS,
+    REQUIRED,
+    StoreError,
+    append_whole,
+    fsync_file,
+    interrupts_deferred,
+    json_safe,
+    os_problem,
+    read_rows,
+    row_line,
+    truncate_quietly,
+)
 from dspsim.sweep.study import Schema
-from dspsim.sweep.files import (CALL_SCHEMA, COLUMNS, REQUIRED, StoreError, append_whole,
-                                fsync_file, interrupts_deferred, json_safe, os_problem,
-                                read_rows, row_line, truncate_quietly)
+from dspsim.tables import csv_text
 
 __all__ = ["COLUMNS", "CSV", "JSON", "JSONL", "REQUIRED", "RowStore", "StoreError",
            "read_rows"]
@@ -67,7 +78,7 @@ class RowStore:
         return os.path.join(self.folder, name)
 
     # ------------------------------------------------------------------ lifecycle
-    def open(self) -> "RowStore":
+    def open(self) -> RowStore:
         """Lock the folder, load finished rows (repairing a torn tail) and rebuild the views."""
         if not self.folder:
             raise StoreError("the sweep's --out folder is empty; give a folder name")
@@ -120,7 +131,7 @@ class RowStore:
         finally:
             self._unlock()
 
-    def __enter__(self) -> "RowStore":
+    def __enter__(self) -> RowStore:
         return self.open()
 
     def __exit__(self, kind, *exc) -> None:

@@ -13,8 +13,9 @@ run it is measured against (a call's one-core baseline), and is executed by the 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from dspsim.sim.errors import ArgumentError
 
@@ -33,7 +34,7 @@ class Run(Protocol):
     def key(self) -> str:
         """The run's identity in the row store: a finished key is never run again."""
 
-    def baseline(self) -> "Run | None":
+    def baseline(self) -> Run | None:
         """The run this one is measured against (it must run first), or None."""
 
 

@@ -21,8 +21,9 @@ side was swept.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from dspsim.sweep.chips import parse_overrides
 

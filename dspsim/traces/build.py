@@ -26,7 +26,8 @@ them into whole nanoseconds on a viewer's axis, one per cycle.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dspsim.sim.engine.machine import Timing
 from dspsim.sim.engine.model import CALL_TRACK, ENGINES, Slice

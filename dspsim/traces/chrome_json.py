@@ -13,8 +13,17 @@ import math
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.traces.model import (MAX_CYCLES, CounterSample, Flow, Track, TraceModel,
-                                    TrackSlice, check_plain, check_text, finite_number)
+from dspsim.traces.model import (
+    MAX_CYCLES,
+    CounterSample,
+    Flow,
+    TraceModel,
+    Track,
+    TrackSlice,
+    check_plain,
+    check_text,
+    finite_number,
+)
 
 #: The args keys that carry a slice's exact times.
 EXACT_KEYS = ("start_cycle", "cycles")

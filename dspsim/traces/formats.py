@@ -13,8 +13,9 @@ A path ending in ``.json`` gets Chrome JSON (chrome://tracing); any other name, 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from dspsim.atomic import as_path, check_target, read_bytes, write_atomically
 from dspsim.sim.errors import ArgumentError

@@ -15,8 +15,17 @@ import json
 from typing import Any
 
 from dspsim.sim.errors import ArgumentError
-from dspsim.traces.model import (MAX_CYCLES, CounterSample, Flow, TraceModel, Track,
-                                    TrackSlice, check_plain, check_text, finite_number)
+from dspsim.traces.model import (
+    MAX_CYCLES,
+    CounterSample,
+    Flow,
+    TraceModel,
+    Track,
+    TrackSlice,
+    check_plain,
+    check_text,
+    finite_number,
+)
 
 METADATA_NAME = "dspsim"
 SEQUENCE_ID = 1

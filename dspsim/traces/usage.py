@@ -16,8 +16,9 @@ integral of each link's use is therefore exactly the bytes that crossed it.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from dspsim.sim.errors import ArgumentError
 from dspsim.sim.engine.machine import ENGINES as ENGINE_ORDER
+from dspsim.sim.errors import ArgumentError
 from dspsim.traces.read import CALL, MODEL_METADATA, Trace, TraceSlice, read_trace
 from dspsim.traces.speed import SpeedOfLight, speed_of_light
 from dspsim.traces.usage import RESOURCES

@@ -9,7 +9,8 @@ names a level: a chip with a third shared level (an MSMC or L3) needs only its f
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dspsim.sim.chip.keys import ADDRESS_LIMIT, LEVEL_KEYS
 from dspsim.sim.chip.model import L2Config, RegionConfig

@@ -11,21 +11,30 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from importlib import resources
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
-from dspsim.sim.chip.model import (DTYPE_BITS, ChipConfig, DmaConfig,  # noqa: F401
-                                   EngineSpec, ExampleAddresses, Instruction, L2Config,
-                                   RegionConfig, TilingConfig, VectorConfig)
+from dspsim.sim.chip.keys import ADDRESS_LIMIT, CHIP_SCHEMA, MAX_CORES, TILING_POLICIES  # noqa: F401
 from dspsim.sim.chip.levels import build_levels
-from dspsim.sim.chip.keys import (ADDRESS_LIMIT, CHIP_SCHEMA, MAX_CORES,  # noqa: F401
-                                    TILING_POLICIES)
+from dspsim.sim.chip.model import (  # noqa: F401
+    DTYPE_BITS,
+    ChipConfig,
+    DmaConfig,
+    EngineSpec,
+    ExampleAddresses,
+    Instruction,
+    L2Config,
+    RegionConfig,
+    TilingConfig,
+    VectorConfig,
+)
+from dspsim.sim.chip.schema import Field, validate
+from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
 from dspsim.sim.engine.dma import dma_model
 from dspsim.sim.engine.vector import compute_model
 from dspsim.sim.errors import ConfigError
-from dspsim.sim.chip.schema import Field, validate
-from dspsim.sim.chip.yamlfile import parse_yaml, read_yaml_text
 
 
 def _instructions(raw: Mapping[str, dict], units: Mapping[str, int],

@@ -6,10 +6,10 @@ from a chip file; the simulator reads them and nothing else.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import Mapping
 
 #: Width in bits of every data type a chip may list under ``dtypes``.
 DTYPE_BITS = MappingProxyType({"fp32": 32, "fp16": 16, "bf16": 16})

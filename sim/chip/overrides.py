@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import yaml
 
 from dspsim.sim.chip.keys import CHIP_SCHEMA
-from dspsim.sim.errors import ArgumentError, ConfigError
 from dspsim.sim.chip.schema import Field, field_kind
+from dspsim.sim.errors import ArgumentError, ConfigError
 
 #: Longest key path a user may give; chip descriptions are a few levels deep.
 MAX_KEY_PARTS = 16

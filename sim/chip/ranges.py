@@ -19,8 +19,9 @@ key and the end rather than in the middle of an uncertainty study.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 

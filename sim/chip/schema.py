@@ -9,7 +9,8 @@ both described this way.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from dspsim.sim.errors import ConfigError
 
@@ -23,7 +24,7 @@ class Field:
 
     def __init__(self, kind: str, *, optional: bool = False, positive: bool = False,
                  non_negative: bool = False, check: Callable[[Any], str | None] | None = None,
-                 schema: Mapping[str, "Field"] | None = None, item: "Field | None" = None):
+                 schema: Mapping[str, Field] | None = None, item: Field | None = None):
         self.kind = kind
         self.optional = optional
         self.positive = positive

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from dspsim.sim.errors import ConfigError
 from dspsim.sim.chip.textfile import read_small_text
+from dspsim.sim.errors import ConfigError
 
 MAX_FILE_BYTES = 1 << 20
 MAX_YAML_DEPTH = 32

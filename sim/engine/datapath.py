@@ -14,7 +14,8 @@ under a fidelity.
 """
 from __future__ import annotations
 
-from typing import Callable, Literal, Protocol, get_args
+from collections.abc import Callable
+from typing import Literal, Protocol, get_args
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.detailed import BurstDMA, IssuedVector
@@ -22,7 +23,6 @@ from dspsim.sim.engine.job import Job, Operand
 from dspsim.sim.engine.model import ENGINES, CoreGroup, CoreTiming, Model
 from dspsim.sim.engine.network import FlowNetwork
 from dspsim.sim.engine.tiling import balanced_tiles
-
 
 #: Tile transfers of at least this many bursts are timed as fluid flows in the fast model;
 #: shorter ones burst by burst. Over B bursts, round-robin arbitration among k transfers

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from dspsim.sim.engine.job import Operand
 from dspsim.sim.engine.model import LOAD, CoreGroup, Model, PerCore
@@ -67,7 +67,7 @@ class LinkArbiter:
         self.busy_since = 0.0
         self.log = log  # (start, end) of busy periods, for the bandwidth counter
 
-    def submit(self, transfer: "_BurstTransfer", burst: "_Burst") -> None:
+    def submit(self, transfer: _BurstTransfer, burst: _Burst) -> None:
         queue = self.queues.get(transfer)
         if queue is None:
             queue = self.queues[transfer] = deque()
@@ -102,7 +102,7 @@ class LinkArbiter:
 class _Burst:
     __slots__ = ("transfer", "nbytes", "hop")
 
-    def __init__(self, transfer: "_BurstTransfer", nbytes: int) -> None:
+    def __init__(self, transfer: _BurstTransfer, nbytes: int) -> None:
         self.transfer = transfer
         self.nbytes = nbytes
         self.hop = 0

@@ -28,7 +28,8 @@ import importlib
 import os
 import pkgutil
 from bisect import bisect_right
-from typing import Callable, NamedTuple, Protocol
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 from dspsim.sim.chip.model import ChipConfig, DmaConfig
 from dspsim.sim.errors import ConfigError

@@ -5,11 +5,11 @@ names except as a label for the trace.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Mapping, get_args
+from typing import Literal, get_args
 
 from dspsim.sim.memory import Span
-
 
 #: Where a call's operands live: in levels every core reaches (the length split over the
 #: cores, each running a DMA tile pipeline), or in one core's private level (that core

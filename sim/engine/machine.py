@@ -26,25 +26,50 @@ import math
 import threading
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Callable
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.datapath import (BURST_BUDGET, FLUID_MIN_BURSTS, TRANSFER_TIMINGS,
-                                        Datapath, TransferTiming, dma_timing, group_cores)
-from dspsim.sim.errors import ArgumentError, ConfigError
+from dspsim.sim.engine.datapath import (
+    BURST_BUDGET,
+    FLUID_MIN_BURSTS,
+    TRANSFER_TIMINGS,
+    Datapath,
+    TransferTiming,
+    dma_timing,
+    group_cores,
+)
 from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
-from dspsim.sim.engine.model import (CALL_TRACK, COMPUTE, ENGINES, FIDELITIES, LOAD, STORE,
-                                     CoreTiming, CountingEnvironment, Fidelity, Model, Slice,
-                                     SliceLog, Timeline)
+from dspsim.sim.engine.model import (
+    CALL_TRACK,
+    COMPUTE,
+    ENGINES,
+    FIDELITIES,
+    LOAD,
+    STORE,
+    CoreTiming,
+    CountingEnvironment,
+    Fidelity,
+    Model,
+    Slice,
+    SliceLog,
+    Timeline,
+)
 from dspsim.sim.engine.pipeline import run_private, run_shared
 from dspsim.sim.engine.roofline import roofline_terms
 from dspsim.sim.engine.steady import SteadyState
-from dspsim.sim.engine.tiling import (TilingChoice, balanced_tiles, choose_tiling, fixed_tile,
-                               partition, tile_elements)
+from dspsim.sim.engine.tiling import (
+    TilingChoice,
+    balanced_tiles,
+    choose_tiling,
+    fixed_tile,
+    partition,
+    tile_elements,
+)
 from dspsim.sim.engine.vector import VectorCost, call_cost
+from dspsim.sim.errors import ArgumentError, ConfigError
 
 __all__ = ["BURST_BUDGET", "CALL_TRACK", "COMPUTE", "ENGINES", "FIDELITIES", "FLUID_MIN_BURSTS",
            "LOAD", "STORE", "TRANSFER_TIMINGS", "CallRun", "CoreTiming", "CountingEnvironment",
@@ -64,7 +89,7 @@ class Timing:
     bytes_read: dict[str, int]
     bytes_written: dict[str, int]
     roofline_terms: dict[str, float]
-    slice_log: "SliceLog | None" = field(default=None, repr=False)
+    slice_log: SliceLog | None = field(default=None, repr=False)
     ddr_samples: list[tuple[float, float]] = field(default_factory=list)  # (cycle, bytes/cycle)
     scheduled_events: int = 0
     fidelity: Fidelity = "fast"

@@ -10,11 +10,12 @@ Both fidelities (:mod:`dspsim.sim.engine.pipeline`, :mod:`dspsim.sim.engine.deta
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 import itertools
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from heapq import heappush
-from typing import Callable, Literal, NamedTuple, get_args
+from typing import Literal, NamedTuple, get_args
 
 import simpy
 from simpy.core import NORMAL

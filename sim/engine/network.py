@@ -16,7 +16,7 @@ bit, those the identical transfers would get one by one.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import simpy
 
@@ -108,7 +108,7 @@ class FlowTimer:
 
     __slots__ = ("network", "generation")
 
-    def __init__(self, network: "FlowNetwork", generation: int) -> None:
+    def __init__(self, network: FlowNetwork, generation: int) -> None:
         self.network = network
         self.generation = generation
 

@@ -15,7 +15,7 @@ a transfer and a tile's vector work.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from dspsim.sim.engine.job import Operand
 from dspsim.sim.engine.model import COMPUTE, LOAD, STORE, CoreGroup, Model
@@ -32,7 +32,7 @@ class _TileTransfer:
     __slots__ = ("pipeline", "direction", "thread", "operand", "tile", "nbytes", "engine",
                  "started", "granted", "then")
 
-    def __init__(self, pipeline: "_Pipeline", direction: str, thread: str, operand: Operand,
+    def __init__(self, pipeline: _Pipeline, direction: str, thread: str, operand: Operand,
                  tile: int, nbytes: int, then: Callable) -> None:
         self.pipeline = pipeline
         self.direction = direction
@@ -82,7 +82,7 @@ class _Move:
 
     __slots__ = ("pipeline", "direction", "waiting", "started", "then")
 
-    def __init__(self, pipeline: "_Pipeline", direction: str, operands: int,
+    def __init__(self, pipeline: _Pipeline, direction: str, operands: int,
                  then: Callable) -> None:
         self.pipeline = pipeline
         self.direction = direction

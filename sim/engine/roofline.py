@@ -14,7 +14,6 @@ from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.vector import VectorCost
 
-
 #: every resource a call's roofline may name; a call's JSON lists each (null if it has none)
 ROOFLINE_TERMS = ("launch overhead", "DMA engine", "L2 port", "vector unit", "DDR",
                   "shared SRAM")

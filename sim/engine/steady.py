@@ -22,8 +22,8 @@ call's events would be moved with it).
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from operator import itemgetter
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -161,8 +161,8 @@ class SteadyState:
             # who waits for an engine, in order, and which kinds of engine are busy with
             # what: engines alike are interchangeable, so a period may hand a core's
             # transfers to another of them than the period before
-            engines = sorted(((_kind(e), repr(getattr(e, "carrying", None)), e.free_at - now)
-                              for e in pool.engines if e.busy))
+            engines = sorted((_kind(e), repr(getattr(e, "carrying", None)), e.free_at - now)
+                              for e in pool.engines if e.busy)
             key.append((tuple(self._describe(waiter[-1]) for waiter in pool.waiting),
                         tuple((kind, carrying) for kind, carrying, _ in engines)))
             values.extend(free for _, _, free in engines)

@@ -18,16 +18,17 @@ instead, to model a library that uses one.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.errors import CapacityError
 from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.vector import VectorCost
+from dspsim.sim.errors import CapacityError
 
 #: A tuned library cuts one core's part into at most this many tiles: beyond it the fill
 #: and drain are well under 0.1% of the call, and every tile costs simulation events.

@@ -11,9 +11,10 @@ one. Another registers itself with :func:`register_compute_model`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, Protocol
+from typing import Protocol
 
 from dspsim.sim.chip.model import DTYPE_BITS, ChipConfig
 from dspsim.sim.errors import ConfigError

@@ -10,8 +10,8 @@ touch overlapping memory, one of them writing (:class:`RaceError`).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.memory import Span
@@ -66,7 +66,7 @@ class Dependencies:
     order: list[Node]
     stream_of: dict[Node, str]
 
-    def happens_before(self) -> "HappensBefore":
+    def happens_before(self) -> HappensBefore:
         """Which calls are ordered before which, by streams and events."""
         return HappensBefore(self)
 

@@ -20,14 +20,19 @@ from dataclasses import dataclass, field
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.datapath import dma_timing
 from dspsim.sim.engine.job import Job
-from dspsim.sim.engine.machine import (CallRun, Timing, check_fidelity, finish_timeline, fresh_cores,
-                                plan, plan_tiling)
+from dspsim.sim.engine.machine import (
+    CallRun,
+    Timing,
+    check_fidelity,
+    finish_timeline,
+    fresh_cores,
+    plan,
+    plan_tiling,
+)
 from dspsim.sim.engine.model import Timeline
-from dspsim.sim.program.graph import Dependencies, Node
 from dspsim.sim.engine.tiling import TilingChoice
 from dspsim.sim.engine.vector import VectorCost
-
-
+from dspsim.sim.program.graph import Dependencies, Node
 
 
 @dataclass
