@@ -31,8 +31,8 @@ Row = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class WhatIfPoint:
-    """One call or program on a chip with one parameter changed, against the chip as given.
+class WhatIfCase:
+    """One call or program on a chip, and the parameter changed in it.
 
     ``operator``, ``dtype`` and ``length`` name the call (None for a program);
     ``program`` names the program file (None for a call); ``parameters`` are the call's
@@ -47,14 +47,6 @@ class WhatIfPoint:
     program: str | None
     parameters: str
     key: str
-    value: float  # the parameter's value in this variant (the chip's own at the reference)
-    given: float  # the chip's own value
-    cycles: int
-    given_cycles: int
-    speedup: float  # given_cycles / cycles: > 1 means the change made the call faster
-    bound: str  # the bound of this point (for a program, its largest lower bound)
-    bound_share: float | None  # that bound's cycles as a share of this point's cycles
-    cores: int
 
     @property
     def subject(self) -> str:
@@ -66,18 +58,24 @@ class WhatIfPoint:
 
 
 @dataclass(frozen=True)
-class Elasticity:
-    """% change in cycles per % change in one parameter, around the chip as given (the
-    case fields as in :class:`WhatIfPoint`)."""
+class WhatIfPoint(WhatIfCase):
+    """The case with one parameter changed, against the chip as given."""
 
-    chip: str
-    base_digest: str
-    operator: str | None
-    dtype: str | None
-    length: int | None
-    program: str | None
-    parameters: str
-    key: str
+    value: float  # the parameter's value in this variant (the chip's own at the reference)
+    given: float  # the chip's own value
+    cycles: int
+    given_cycles: int
+    speedup: float  # given_cycles / cycles: > 1 means the change made the call faster
+    bound: str  # the bound of this point (for a program, its largest lower bound)
+    bound_share: float | None  # that bound's cycles as a share of this point's cycles
+    cores: int
+
+
+@dataclass(frozen=True)
+class Elasticity(WhatIfCase):
+    """% change in cycles per % change in the case's parameter, around the chip as
+    given."""
+
     given: float
     given_cycles: int
     bound: str  # the bound of the chip as given
@@ -85,9 +83,6 @@ class Elasticity:
     elasticity: float | None  # None where the chip's own value is 0 (no % change exists)
     low: float | None  # the swept values the difference uses (None: that side not swept)
     high: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _case(row: Row) -> tuple:
