@@ -21,6 +21,17 @@ def dspsim_cli(*args, cwd=None, env=None, timeout=300) -> subprocess.CompletedPr
                           env={**os.environ, **(env or {})})
 
 
+def one_line_error(proc: subprocess.CompletedProcess, fragment: str = "") -> str:
+    """The one line a refused command printed: exit status 2, no traceback, one line on
+    stderr (holding ``fragment``)."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
 def dspsim_in_terminal(*args, columns: int, cwd=None, timeout=300) -> tuple[int, str]:
     """``python -m dspsim ARGS`` in a pseudo-terminal ``columns`` wide.
 

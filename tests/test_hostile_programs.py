@@ -11,7 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from terminal import dspsim_cli
+from terminal import dspsim_cli, one_line_error
 
 from dspsim import aclnn
 from dspsim.aclnn import ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
@@ -39,14 +39,6 @@ def program(tmp_path, init="{random: {seed: 2}}", text=None):
     path = tmp_path / "p.yaml"
     path.write_text(text if text is not None else PROGRAM.replace("INIT", init))
     return str(path)
-
-
-def one_line_error(proc) -> str:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 # --------------------------------------------------------------------------- program files

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from terminal import dspsim_cli
+from terminal import dspsim_cli, one_line_error
 
 import dspsim
 from dspsim.sim.chip.load import packaged_chips
@@ -24,15 +24,6 @@ streams:
       args: [x, y, 256, 0.1, 0x1]
 """
 RUN = ("run", "fp_relu_grad_s", "--length", "64")
-
-
-def one_line_error(proc, fragment: str) -> str:
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def _chip_copy(tmp_path):

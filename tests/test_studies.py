@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from terminal import dspsim_cli
+from terminal import dspsim_cli, one_line_error
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sweep import (
@@ -53,14 +53,6 @@ def program(tmp_path) -> str:
     path = tmp_path / "p.yaml"
     path.write_text(PROGRAM)
     return str(path)
-
-
-def one_line_error(proc) -> str:
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 def jsonl(folder) -> list[dict]:

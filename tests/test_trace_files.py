@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+import terminal
 
 import dspsim
 from dspsim import atomic as trace_file
@@ -33,11 +34,9 @@ def cli(*args, cwd=None):
 
 
 def one_line_error(proc, fragment):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0], \
-        proc.stderr
-    assert "Traceback" not in proc.stderr and not proc.stdout
+    """A refused command's one line, an ``error:`` with nothing on stdout."""
+    line = terminal.one_line_error(proc, fragment)
+    assert line.startswith("error:") and not proc.stdout, (line, proc.stdout)
 
 
 # ----------------------------------------------------------------------------- targets

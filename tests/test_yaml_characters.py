@@ -3,18 +3,10 @@ its line and its column, from every reader."""
 from __future__ import annotations
 
 import pytest
-from terminal import dspsim_cli
+from terminal import dspsim_cli, one_line_error
 
 CHARACTERS = {"SYN": "\x16", "ETX": "\x03", "DEL": "\x7f", "ESC": "\x1b",
               "noncharacter": "\ufffe"}
-
-
-def _error_line(proc) -> str:
-    assert proc.returncode == 2, proc.stdout
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("name", CHARACTERS)
@@ -22,7 +14,7 @@ def test_chip_file_with_a_control_character(tmp_path, name):
     character = CHARACTERS[name]
     path = tmp_path / "chip.yaml"
     path.write_text(f"name: x\ncores: 4{character}\n", encoding="utf-8")
-    line = _error_line(dspsim_cli("run", "fp_relu_grad_s", "--length", "8", "--chip", path))
+    line = one_line_error(dspsim_cli("run", "fp_relu_grad_s", "--length", "8", "--chip", path))
     assert "line 2, column 9" in line and f"U+{ord(character):04X}" in line
 
 
@@ -31,12 +23,12 @@ def test_program_file_with_a_control_character(tmp_path, name):
     character = CHARACTERS[name]
     path = tmp_path / "p.yaml"
     path.write_text(f"chip: ft78ne\nbuffers:\n  x: {{length: 8}}{character}\n", encoding="utf-8")
-    line = _error_line(dspsim_cli("program", path))
+    line = one_line_error(dspsim_cli("program", path))
     assert "line 3, column 17" in line and f"U+{ord(character):04X}" in line
 
 
 def test_other_yaml_errors_are_one_line_with_their_place(tmp_path):
     path = tmp_path / "chip.yaml"
     path.write_text("name: x\ncores: [4\n", encoding="utf-8")
-    line = _error_line(dspsim_cli("run", "fp_relu_grad_s", "--length", "8", "--chip", path))
+    line = one_line_error(dspsim_cli("run", "fp_relu_grad_s", "--length", "8", "--chip", path))
     assert "not valid YAML: line 3, column 1" in line
