@@ -45,7 +45,7 @@ def self_overlapping(array: np.ndarray) -> bool:
     true unless its axes nest, each stride spanning the axes inside it."""
     if array.size == 0:
         return False
-    axes = sorted((abs(stride), size) for stride, size in zip(array.strides, array.shape)
+    axes = sorted((abs(stride), size) for stride, size in zip(array.strides, array.shape, strict=True)
                   if size > 1)
     span = array.itemsize
     for stride, size in axes:

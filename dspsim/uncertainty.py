@@ -92,7 +92,7 @@ class Band:
         data = asdict(self)
         data["band_low"], data["band_high"] = self.band_low, self.band_high
         total = sum(k.swing for k in self.keys) or 1.0
-        for entry, key in zip(data["keys"], self.keys):
+        for entry, key in zip(data["keys"], self.keys, strict=True):
             entry["swing"] = key.swing
             entry["share_of_swings"] = key.swing / total
         return data

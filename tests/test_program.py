@@ -292,7 +292,7 @@ def test_short_and_long_transfers_together_never_exceed_their_sequence(ft78ne):
     assert [c.transfer_timing for c in result.calls] == [r.timing.transfer_timing for r in alone]
     assert [c.transfer_timing for c in result.calls] == ["bursts", "fluid"]
     assert result.bounds["DDR"] <= result.cycles <= sequential
-    assert all(c.cycles >= r.cycles * 0.99 for c, r in zip(result.calls, alone))
+    assert all(c.cycles >= r.cycles * 0.99 for c, r in zip(result.calls, alone, strict=True))
 
 
 @pytest.mark.parametrize("fidelity", ["fast", "detailed"])

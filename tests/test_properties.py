@@ -7,6 +7,7 @@ SRAM or a core's L2; and arbitrary ones, which may only ever raise dspsim's own 
 """
 import copy
 import math
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -158,7 +159,7 @@ def test_the_cores_ranges_cover_the_length_exactly_once(call):
     _, result = _place_and_call(call)
     ranges = sorted((c.start, c.stop) for c in result.per_core)
     assert ranges[0][0] == 0 and ranges[-1][1] == result.length
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))  # no gap, no overlap
+    assert all(a[1] == b[0] for a, b in pairwise(ranges))  # no gap, no overlap
     assert sum(stop - start for start, stop in ranges) == result.length
     cores = [c.core for c in result.per_core]
     assert len(cores) == len(set(cores))

@@ -133,7 +133,7 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
                    reason=found.reasons[j], written=written[j])
             for j, k in enumerate(model.keys)]
     row_fits = [RowFit(row, reported_cycles(b), reported_cycles(a))
-                for row, b, a in zip(rows, before, cycles)]
+                for row, b, a in zip(rows, before, cycles, strict=True)]
     return Calibration(
         chip_path=model.path, chip_name=model.config.name, measured_path=measured_path,
         keys=fits, rows=row_fits, evaluations=objective.evaluations + 1,

@@ -120,7 +120,7 @@ def _header(path: str, number: int, cells: list[str],
             parameters: tuple[str, ...] = PARAMETER_NAMES) -> list[str]:
     names = [_column_name(c) for c in cells]
     known = REQUIRED + OPTIONAL + parameters
-    for cell, name in zip(cells, names):
+    for cell, name in zip(cells, names, strict=True):
         if name not in known:
             hint = ("; separate the columns with commas" if any(s in cell for s in ";\t")
                     else "")
@@ -129,7 +129,7 @@ def _header(path: str, number: int, cells: list[str],
                 f"{', '.join(REQUIRED)} (required), {', '.join(OPTIONAL)} and the "
                 f"operator parameters {', '.join(parameters)}{hint}")
     seen = set()
-    for cell, name in zip(cells, names):
+    for cell, name in zip(cells, names, strict=True):
         if name in seen:
             raise MeasurementError(f"{path}: line {number}: column {cell!r} appears twice")
         seen.add(name)
@@ -287,7 +287,7 @@ def load_measurements(path: str | os.PathLike, kernels_spec=None) -> list[Measur
         if len(rows) == MAX_ROWS:
             raise MeasurementError(f"{path}: more than {MAX_ROWS} rows; keep a representative "
                                    f"sample of the calls")
-        rows.append(_measurement(path, number, dict(zip(names, cells)), found))
+        rows.append(_measurement(path, number, dict(zip(names, cells, strict=True)), found))
     if not rows:
         raise MeasurementError(f"{path}: no measured rows under the header; add one row per "
                                f"call")

@@ -86,7 +86,7 @@ class ChipModel:
         where it takes only some (a lane width must be a multiple of every dtype's
         width), so that a fit never steps onto a chip that cannot exist for that reason."""
         out = {}
-        for fit_key, value in zip(self.keys, values):
+        for fit_key, value in zip(self.keys, values, strict=True):
             value = float(value)
             out[fit_key.key] = max(1, round(value)) if fit_key.whole else value
         if not any(k.whole for k in self.keys):
@@ -183,7 +183,7 @@ class CallTimer:
         chip = Chip(config, kernels=self.kernels)
         cycles = np.empty(len(self.measurements))
         used: list[int | None] = []
-        for index, (row, bound) in enumerate(zip(self.measurements, self.bound_calls(config))):
+        for index, (row, bound) in enumerate(zip(self.measurements, self.bound_calls(config), strict=True)):
             fixed = tiles[index] if tiles is not None else None
             try:
                 timing = self._prepare(chip, bound, fixed).timing

@@ -147,7 +147,7 @@ def cmd_ops(args, out: Output) -> int:
                text_column("parameters")]
     columns += [number_column(f"{cfg.name} cycles/iter") for cfg in chips]
     rows = []
-    for op, entry in zip(found.values(), entries):
+    for op, entry in zip(found.values(), entries, strict=True):
         summary = (op.summary if op.stem not in found.origins
                    else f"{op.summary} (from {entry['declared_in']})")
         rows.append([op.stem, summary, _params_text(entry) or "-",

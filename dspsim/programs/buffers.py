@@ -12,6 +12,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import ml_dtypes
@@ -115,7 +116,7 @@ def place(buffers: list[Buffer], config: ChipConfig, memory: Memory, where: dict
                 problems.append(f"{where[buffer.name]}.address: {exc}")
     placed = sorted((b for b in buffers if b.span is not None),
                     key=lambda b: (b.span.region, b.span.core or 0, b.span.offset))
-    for a, b in zip(placed, placed[1:]):
+    for a, b in pairwise(placed):
         if a.span.overlaps(b.span):
             problems.append(
                 f"{where[b.name]}: buffer {b.name!r} [{b.span.address:#x}, "

@@ -6,6 +6,7 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from dspsim.binding import BoundCall
@@ -90,7 +91,7 @@ class ProgramResult(TimedInCycles):
         """Every figure as JSON data; each call's RunResult as its own ``to_dict()``."""
         data = to_jsonable(self)
         data["seconds"], data["microseconds"] = self.seconds, self.microseconds
-        for record, entry in zip(self.calls, data["calls"]):
+        for record, entry in zip(self.calls, data["calls"], strict=True):
             entry["result"] = record.result.to_dict()
             entry["cycles"] = record.cycles
         return data
@@ -264,7 +265,7 @@ def _ddr(records: list[CallRecord], timing: ProgramTiming, capacity: float,
     windows = []
     if total > 0:
         edges = [total * k / DDR_WINDOWS for k in range(DDR_WINDOWS + 1)]
-        for lo, hi in zip(edges, edges[1:]):
+        for lo, hi in pairwise(edges):
             moved = _integral(timing.ddr_samples, lo, hi)
             rate = moved / (hi - lo)
             windows.append({"start_cycle": lo, "end_cycle": hi, "gbps": rate * gbps,
@@ -279,7 +280,7 @@ def _ddr(records: list[CallRecord], timing: ProgramTiming, capacity: float,
 def _integral(samples: list[tuple[float, float]], lo: float, hi: float) -> float:
     """The integral over [lo, hi) of the step function given by (cycle, value) samples."""
     area = 0.0
-    for (at, value), following in zip(samples, samples[1:] + [(math.inf, 0.0)]):
+    for (at, value), following in zip(samples, samples[1:] + [(math.inf, 0.0)], strict=True):
         start, end = max(at, lo), min(following[0], hi)
         if end > start:
             area += value * (end - start)

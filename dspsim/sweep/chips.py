@@ -171,7 +171,7 @@ def chip_variants(chip: ChipSpec, chip_sets: dict[str, list[float]],
         combinations = itertools.chain(combinations, dict.fromkeys(extra))
     for combination in combinations:
         # a key at the chip's own value is no change: leave it out of the label
-        overrides = tuple((k, v) for k, v in zip(keys, combination) if v != own[k])
+        overrides = tuple((k, v) for k, v in zip(keys, combination, strict=True) if v != own[k])
         if not overrides:
             continue
         try:

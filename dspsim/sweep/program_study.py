@@ -186,7 +186,7 @@ def _program_runs(spec: ProgramSweepSpec, chip: ChipSpec, digest: str, own: tupl
     skipped = SkippedNotes(notes)
     for variant in chip_variants(chip, spec.chip_sets, skipped):
         for values in itertools.product(*spec.vary.values()):
-            yield ProgramRun(variant, spec.program, digest, tuple(zip(spec.vary, values)),
+            yield ProgramRun(variant, spec.program, digest, tuple(zip(spec.vary, values, strict=True)),
                              spec.numerics, spec.fidelity, *own)
     skipped.summary()
 

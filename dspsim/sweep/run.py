@@ -53,7 +53,7 @@ def _place_inputs(run: RunSpec, chip: Chip, cname, addresses) -> list[np.ndarray
         return None
     values = op.random_inputs(np.random.default_rng(run.seed), run.length)
     inputs = [values[name].astype(dtype) for name in op.inputs]
-    for operand, array in zip(op.inputs, inputs):
+    for operand, array in zip(op.inputs, inputs, strict=True):
         chip.write(addresses[operand], array)
     return inputs
 

@@ -82,7 +82,7 @@ def chrome_from_model(model: TraceModel) -> dict[str, Any]:
             events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
                            "args": {"sort_index": rank}})
     spans = model.integer_spans()
-    for piece, (start, end) in zip(model.slices, spans):
+    for piece, (start, end) in zip(model.slices, spans, strict=True):
         track = model.tracks[piece.track]
         events.append({
             "name": piece.name, "cat": piece.category, "ph": "X", "ts": micro(start),

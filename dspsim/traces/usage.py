@@ -101,7 +101,7 @@ class Step:
         return float(np.sum(widths[self.values > floor]))
 
     def samples(self) -> list[tuple[float, float]]:
-        return list(zip(self.times.tolist(), self.values.tolist()))
+        return list(zip(self.times.tolist(), self.values.tolist(), strict=True))
 
 
 def step_function(starts, ends, weights) -> Step:
@@ -208,13 +208,13 @@ def resource_usage(model: TraceModel) -> Usage:
         if engine:
             pools.setdefault(pool_of(engine, shared), []).append((start, piece.end, 1.0))
     for region, items in transfers.items():
-        usage.links[region] = step_function(*zip(*items))
+        usage.links[region] = step_function(*zip(*items, strict=True))
     for core, items in ports.items():
-        usage.ports[core] = step_function(*zip(*items))
+        usage.ports[core] = step_function(*zip(*items, strict=True))
     for pool, items in sorted(pools.items()):
-        usage.pools[pool] = step_function(*zip(*items))
+        usage.pools[pool] = step_function(*zip(*items, strict=True))
     for core, spans in computing.items():
-        usage.vector_busy[core] = step_function(*zip(*[(a, b, 1.0) for a, b in spans])).busy(
+        usage.vector_busy[core] = step_function(*zip(*[(a, b, 1.0) for a, b in spans], strict=True)).busy(
             float("inf"))
     usage.resources = {**resources, "clock_mhz": clock}
     return usage

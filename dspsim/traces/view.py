@@ -188,7 +188,7 @@ def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     timeline = [float(g) for g in _ddr_averages(trace.ddr, edges[:-1], edges[1:])]
     achievable = float(meta["ddr_achievable_gbps"])
     saturated = sum(min(nxt, total) - cycle for (cycle, rate), nxt in
-                    zip(trace.ddr, [c for c, _ in trace.ddr[1:]] + [total])
+                    zip(trace.ddr, [c for c, _ in trace.ddr[1:]] + [total], strict=True)
                     if rate >= 0.99 * achievable and nxt > cycle)
     engines = sorted({e for c in cores for e in c.busy},
                      key=lambda e: ENGINE_ORDER.index(e) if e in ENGINE_ORDER else 99)

@@ -247,7 +247,7 @@ def run_program(config: ChipConfig, planned: dict[int, PlannedCall], graph: Depe
     check_fidelity(fidelity)
     indices = sorted(planned)
     models = dict(zip(indices, program_transfer_timings(config, [planned[i] for i in indices],
-                                                  fidelity)))
+                                                  fidelity), strict=True))
     timeline = Timeline(config)
     scheduler = _Scheduler(timeline, config, planned, graph, models, fidelity, record_slices)
     scheduler.begin()
