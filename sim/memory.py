@@ -10,12 +10,8 @@ from __future__ import annotations
 import mmap
 from dataclasses import dataclass
 
-try:  # POSIX only: the address-space limit, named when a region cannot be reserved
-    import resource
-except ImportError:
-    resource = None
-
 import numpy as np
+from numpy.typing import DTypeLike
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import AddressError, ArgumentError, CapacityError, DTypeError
@@ -35,8 +31,8 @@ def _no_address_space(size: int, label: str, exc: Exception) -> str:
     reason = getattr(exc, "strerror", None) or str(exc)
     limit = ""
     try:
-        if resource is None:
-            raise ImportError("no resource module on this system")
+        # POSIX only (an ImportError elsewhere): the limit is named when it exists
+        import resource
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
         if soft != resource.RLIM_INFINITY:
             limit = (f"; this process may use {soft:,} bytes of address space (ulimit -v "
@@ -180,7 +176,7 @@ class Memory:
                                           f"{self.config.name}'s core {span.core} L2")
         return self._l2[span.core]
 
-    def view(self, span: Span, dtype: np.dtype) -> np.ndarray:
+    def view(self, span: Span, dtype: DTypeLike) -> np.ndarray:
         """A zero-copy numpy view of the span's bytes as ``dtype`` (no written check)."""
         raw = self._storage(span).buffer[span.offset:span.end_offset]
         return raw.view(dtype)
