@@ -62,7 +62,8 @@ def measurements_csv(rows: Iterable[Measurement], header: str = "") -> str:
         cells = dict(zip(COLUMNS, (r.operator, r.length,
                                    None if r.core_mask is None else f"{r.core_mask:#x}",
                                    r.region,
-                                   int(r.cycles) if float(r.cycles).is_integer() else r.cycles), strict=True))
+                                   int(r.cycles) if float(r.cycles).is_integer() else r.cycles),
+                         strict=True))
         table.append({**cells, **{p: dict(r.params).get(p) for p in params}})
     return csv_text(table, COLUMNS + tuple(params), comments=header)
 
