@@ -43,7 +43,7 @@ def format_overrides(overrides: Iterable[tuple[str, float]]) -> str:
     return ",".join(f"{key}={value!r}" for key, value in overrides)
 
 
-def parse_overrides(text: str) -> tuple[tuple[str, float], ...]:
+def parse_overrides(text: str | None) -> tuple[tuple[str, float], ...]:
     """The inverse of :func:`format_overrides`."""
     pairs = []
     for part in (text or "").split(","):

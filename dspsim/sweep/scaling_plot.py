@@ -42,7 +42,7 @@ def _panels(rows: list[Row], operators: list[str] | None = None
     panels: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
         panels[(row["operator"], row["dtype"])].append(row)
-    order = {name: i for i, name in enumerate(operators or [])}
+    order: dict[str | None, int] = {name: i for i, name in enumerate(operators or [])}
 
     def rank(key):
         operator = key[0]
