@@ -63,7 +63,7 @@ def _alike(a: dict, b: dict, tolerance: float) -> bool:
         other = b[thread]
         if len(slices) != len(other):
             return False
-        for (name, start, cycles), (name_b, start_b, cycles_b) in zip(slices, other, strict=True):
+        for (_, start, cycles), (_, start_b, cycles_b) in zip(slices, other, strict=True):
             if abs(start - start_b) > tolerance or abs(cycles - cycles_b) > tolerance:
                 return False
     return True
@@ -265,7 +265,8 @@ def busy_density(bars: list[tuple[float, float]], total: float, bins: int) -> np
 
 def _darker(color: str) -> tuple[float, float, float]:
     from matplotlib.colors import to_rgb  # noqa: PLC0415
-    return tuple(0.6 * c for c in to_rgb(color))
+    red, green, blue = to_rgb(color)
+    return (0.6 * red, 0.6 * green, 0.6 * blue)
 
 
 def _draw_bars(axes, index: int, bars: list[tuple[float, float]], color: str,
