@@ -55,8 +55,8 @@ def as_inputs(cname: kernels.CName, arrays: Sequence) -> list[np.ndarray]:
             converted.append(array.reshape(-1).astype(cname.dtype.numpy))
     lengths = [len(a) for a in converted]
     if len(set(lengths)) > 1:
-        raise ArgumentError(f"{name}: input arrays differ in length: "
-                            + ", ".join(f"{o} {n}" for o, n in zip(op.inputs, lengths, strict=True)))
+        raise ArgumentError(f"{name}: input arrays differ in length: " + ", ".join(
+            f"{o} {n}" for o, n in zip(op.inputs, lengths, strict=True)))
     return converted
 
 
@@ -67,8 +67,8 @@ def simulate(name: str, *arrays, chip: Chip | str = "ft78ne", core_mask: int | N
 
     ``arrays`` are the operator's inputs in C order (e.g. ``dy, x`` for relu_grad); they are
     converted to the call's dtype; ``params`` are the operator's parameters (``alpha=0.1``);
-    ``tile_bytes`` fixes a shared-storage call's tile size. Returns ``(result array, RunResult)``. Every argument is checked before anything is
-    written to the chip's memory.
+    ``tile_bytes`` fixes a shared-storage call's tile size. Returns ``(result array,
+    RunResult)``. Every argument is checked before anything is written to the chip's memory.
     """
     chip = chip if isinstance(chip, Chip) else Chip(chip)
     cname = chip.resolve(name)

@@ -43,6 +43,7 @@ def place_operands(config: ChipConfig, cname: CName, length: int,
     _check_region(config, cname, region)
     if cname.storage == "shared" and region is not None and region != config.ddr.name:
         region_config = config.level(region)
+        assert region_config is not None, f"{region!r} passed _check_region: it is a level"
         bases = _back_to_back(len(op.inputs) + 1, nbytes, region_config.base_address)
         where = f"{region} ({region_config.size_bytes:,} bytes)"
         if not _fits(bases, nbytes, region_config.base_address, region_config.end_address):
@@ -51,14 +52,14 @@ def place_operands(config: ChipConfig, cname: CName, length: int,
                 f"({nbytes:,} bytes each) do not fit in {where}; use a smaller length or DDR")
         return dict(zip(op.inputs + (op.output,), bases, strict=True))
     if cname.storage == "shared":
-        region = config.ddr
-        lo, hi = region.base_address, region.end_address
+        dram = config.ddr
+        lo, hi = dram.base_address, dram.end_address
         if examples is not None and len(examples.shared_inputs) >= len(op.inputs):
             bases = list(examples.shared_inputs[:len(op.inputs)]) + [examples.shared_output]
             if _fits(bases, nbytes, lo, hi):
                 return dict(zip(op.inputs + (op.output,), bases, strict=True))
         bases = _back_to_back(len(op.inputs) + 1, nbytes, lo)
-        where = f"{region.name} ({region.size_bytes:,} bytes)"
+        where = f"{dram.name} ({dram.size_bytes:,} bytes)"
     else:
         lo = config.l2.base_address
         hi = lo + config.l2.size_bytes

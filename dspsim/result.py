@@ -28,6 +28,10 @@ FORMER_FILES = ("trace.json",)
 class TimedInCycles:
     """Wall time of a result that holds its ``cycles`` and its chip's ``clock_mhz``."""
 
+    # the fields of the results this mixes into
+    cycles: float
+    clock_mhz: float
+
     @property
     def seconds(self) -> float:
         return self.cycles / (self.clock_mhz * 1e6)
