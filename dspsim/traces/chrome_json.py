@@ -243,10 +243,10 @@ def _read_events(events: list, metadata: dict) -> TraceModel:
                 raw_samples.append((pid, track, unit, at, value))
         elif phase in ("s", "f"):
             flow_id = _ident(event.get("id"), f"{what} id")
-            where: FlowEnd = (_ident(event.get("pid"), f"{what} pid"),
-                     _ident(event.get("tid"), f"{what} tid"),
-                     finite_number(event.get("ts"), f"{what} ts", 0, MAX_CYCLES / 1000) * 1000,
-                     event.get("bp") == "e")
+            where: FlowEnd = (
+                _ident(event.get("pid"), f"{what} pid"), _ident(event.get("tid"), f"{what} tid"),
+                finite_number(event.get("ts"), f"{what} ts", 0, MAX_CYCLES / 1000) * 1000,
+                event.get("bp") == "e")
             flow_ends.setdefault(flow_id, {})[phase] = where
 
     model = TraceModel(metadata=metadata)
