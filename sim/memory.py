@@ -7,8 +7,10 @@ were never written is an error rather than silent zeros.
 """
 from __future__ import annotations
 
+import importlib
 import mmap
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -16,6 +18,13 @@ from numpy.typing import DTypeLike
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import AddressError, ArgumentError, CapacityError, DTypeError
 from dspsim.sim.intervals import DtypeMap, IntervalSet  # noqa: F401 - part of this API
+
+# POSIX only: the address-space limit, named when a region cannot be reserved
+resource: ModuleType | None
+try:
+    resource = importlib.import_module("resource")
+except ImportError:
+    resource = None
 
 
 def _check_storable(dtype: np.dtype) -> None:
@@ -31,8 +40,8 @@ def _no_address_space(size: int, label: str, exc: Exception) -> str:
     reason = getattr(exc, "strerror", None) or str(exc)
     limit = ""
     try:
-        # POSIX only (an ImportError elsewhere): the limit is named when it exists
-        import resource
+        if resource is None:
+            raise ImportError("no resource module on this system")
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
         if soft != resource.RLIM_INFINITY:
             limit = (f"; this process may use {soft:,} bytes of address space (ulimit -v "
