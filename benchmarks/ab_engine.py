@@ -139,7 +139,9 @@ def report(summary: dict) -> list[tuple[str, str, bool]]:
               f"2^{r['length'].bit_length() - 1:<5} {1e3 * r['new_s']:9.2f} "
               f"{1e3 * r['old_s']:8.2f} {r['ratio']:7.2f} {r['cycles_per_cpu_second']:17.3g}")
     worst, slowest = summary["worst"], summary["slowest_at_largest"]
-    name = lambda r: f"{r['chip']} {r['operator']} {r['core_mask']:#x} 2^{r['length'].bit_length() - 1}"  # noqa: E731
+    def name(r):
+        return (f"{r['chip']} {r['operator']} {r['core_mask']:#x} "
+                f"2^{r['length'].bit_length() - 1}")
     return [
         (f"geometric mean against {summary['against']} <= {GEOMEAN_TARGET:g}x",
          f"{summary['geomean']:.2f}x", summary["geomean"] <= GEOMEAN_TARGET),

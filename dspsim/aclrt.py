@@ -102,7 +102,7 @@ class Stream:
             raise ArgumentError(f"{cname.name}: the stream was destroyed "
                                 f"(aclrtDestroyStream); create a new Stream(chip)")
         op = cname.operator
-        tensors = dict(zip(op.inputs, inputs))
+        tensors = dict(zip(op.inputs, inputs, strict=True))
         if not in_place:
             tensors[op.output] = output
         if self_overlapping(output):

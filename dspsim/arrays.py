@@ -35,7 +35,7 @@ def as_inputs(cname: kernels.CName, arrays: Sequence) -> list[np.ndarray]:
         raise ArgumentError(f"{name} takes {len(op.inputs)} input arrays "
                             f"({', '.join(op.inputs)}), got {len(arrays)}")
     converted = []
-    for operand, value in zip(op.inputs, arrays):
+    for operand, value in zip(op.inputs, arrays, strict=True):
         try:
             array = np.asarray(value)
         except (ValueError, TypeError) as exc:  # ragged nested lists, among others
@@ -55,8 +55,8 @@ def as_inputs(cname: kernels.CName, arrays: Sequence) -> list[np.ndarray]:
             converted.append(array.reshape(-1).astype(cname.dtype.numpy))
     lengths = [len(a) for a in converted]
     if len(set(lengths)) > 1:
-        raise ArgumentError(f"{name}: input arrays differ in length: "
-                            + ", ".join(f"{o} {n}" for o, n in zip(op.inputs, lengths)))
+        raise ArgumentError(f"{name}: input arrays differ in length: " + ", ".join(
+            f"{o} {n}" for o, n in zip(op.inputs, lengths, strict=True)))
     return converted
 
 
@@ -67,8 +67,8 @@ def simulate(name: str, *arrays, chip: Chip | str = "ft78ne", core_mask: int | N
 
     ``arrays`` are the operator's inputs in C order (e.g. ``dy, x`` for relu_grad); they are
     converted to the call's dtype; ``params`` are the operator's parameters (``alpha=0.1``);
-    ``tile_bytes`` fixes a shared-storage call's tile size. Returns ``(result array, RunResult)``. Every argument is checked before anything is
-    written to the chip's memory.
+    ``tile_bytes`` fixes a shared-storage call's tile size. Returns ``(result array,
+    RunResult)``. Every argument is checked before anything is written to the chip's memory.
     """
     chip = chip if isinstance(chip, Chip) else Chip(chip)
     cname = chip.resolve(name)
@@ -87,7 +87,7 @@ def simulate(name: str, *arrays, chip: Chip | str = "ft78ne", core_mask: int | N
         kwargs = {}
     prepared = chip.prepare(name, *args, core=core, fidelity=fidelity, tile_bytes=tile_bytes,
                             **kwargs)
-    for operand, array in zip(prepared.inputs, inputs):
+    for operand, array in zip(prepared.inputs, inputs, strict=True):
         chip.write(operand.span.address, array, core=core)
     result = prepared.finish()
     out = chip.read(addresses[op.output], length, cname.dtype.numpy, core=core)

@@ -171,7 +171,7 @@ def _umask() -> int:
 def remove_stale_temporaries(folder: str) -> list[str]:
     """Delete the temporary files of trace writers that died in ``folder``: those whose
     writer process is gone, and those of unknown writer older than an hour."""
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(folder)
     except OSError:
@@ -252,15 +252,14 @@ def _write(data: bytes, shown: str, what: str, make_folder: bool) -> str:
         raise ArgumentError(f"cannot write the {what} to {shown}: {reason}") from None
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
     return shown
 
 
 def sync_folder(folder: str) -> None:
-    """Make a folder's entries (a rename into it) durable (best effort: not every file system allows it)."""
+    """Make a folder's entries (a rename into it) durable (best effort: not every file
+    system allows it)."""
     try:
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:

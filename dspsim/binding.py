@@ -49,7 +49,7 @@ def bind_call(cname: kernels.CName, memory: Memory, args: tuple, kwargs: dict, *
     if len(args) > len(names):
         raise ArgumentError(f"{name} takes {len(names)} arguments ({', '.join(names)}), "
                             f"got {len(args)}: {cname.signature()}")
-    values = dict(zip(names, args))
+    values = dict(zip(names[:len(args)], args, strict=True))  # the rest come by keyword
     for key, value in kwargs.items():
         if key not in names:
             raise ArgumentError(f"{name} has no argument {key!r}; its arguments are "

@@ -122,6 +122,7 @@ class Chip:
         written_for = self.kernels.parse(name, any_dtype=True)
         if cname is None and written_for is not None:
             op = written_for.operator
+            assert op.dtypes is not None, "an operator that refuses a dtype lists its own"
             raise UnsupportedOperatorError(
                 f"{name}: operator {op.stem} is written for {', '.join(op.dtypes)} only, not "
                 f"{written_for.dtype.name} (use "

@@ -31,6 +31,7 @@ def operator_signature(cname: kernels.CName) -> inspect.Signature:
     params = {p.name: p for p in cname.operator.params}
     positional = []
     for arg in cname.args:
+        default: object
         if arg in params:
             default = params[arg].default
             annotation = "float"

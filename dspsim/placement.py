@@ -7,6 +7,8 @@ ask for shared SRAM instead of DDR: its operands then go back to back from the S
 """
 from __future__ import annotations
 
+from itertools import pairwise
+
 from dspsim.kernels import CName
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import ArgumentError, CapacityError
@@ -17,7 +19,7 @@ _ALIGN = 64  # bytes: keeps every operand aligned for any dtype and burst
 def _fits(bases: list[int], nbytes: int, lo: int, hi: int) -> bool:
     spans = sorted((b, b + nbytes) for b in bases)
     inside = all(lo <= start and end <= hi for start, end in spans)
-    return inside and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    return inside and all(a[1] <= b[0] for a, b in pairwise(spans))
 
 
 def _back_to_back(count: int, nbytes: int, base: int) -> list[int]:
@@ -41,29 +43,30 @@ def place_operands(config: ChipConfig, cname: CName, length: int,
     _check_region(config, cname, region)
     if cname.storage == "shared" and region is not None and region != config.ddr.name:
         region_config = config.level(region)
+        assert region_config is not None, f"{region!r} passed _check_region: it is a level"
         bases = _back_to_back(len(op.inputs) + 1, nbytes, region_config.base_address)
         where = f"{region} ({region_config.size_bytes:,} bytes)"
         if not _fits(bases, nbytes, region_config.base_address, region_config.end_address):
             raise CapacityError(
                 f"{cname.name}: {len(bases)} operands of {length:,} {cname.dtype.name} elements "
                 f"({nbytes:,} bytes each) do not fit in {where}; use a smaller length or DDR")
-        return dict(zip(op.inputs + (op.output,), bases))
+        return dict(zip(op.inputs + (op.output,), bases, strict=True))
     if cname.storage == "shared":
-        region = config.ddr
-        lo, hi = region.base_address, region.end_address
+        dram = config.ddr
+        lo, hi = dram.base_address, dram.end_address
         if examples is not None and len(examples.shared_inputs) >= len(op.inputs):
             bases = list(examples.shared_inputs[:len(op.inputs)]) + [examples.shared_output]
             if _fits(bases, nbytes, lo, hi):
-                return dict(zip(op.inputs + (op.output,), bases))
+                return dict(zip(op.inputs + (op.output,), bases, strict=True))
         bases = _back_to_back(len(op.inputs) + 1, nbytes, lo)
-        where = f"{region.name} ({region.size_bytes:,} bytes)"
+        where = f"{dram.name} ({dram.size_bytes:,} bytes)"
     else:
         lo = config.l2.base_address
         hi = lo + config.l2.size_bytes
         if examples is not None and len(examples.private) > len(op.inputs):
             bases = list(examples.private[:len(op.inputs) + 1])
             if _fits(bases, nbytes, lo, hi):
-                return dict(zip(op.inputs + (op.output,), bases))
+                return dict(zip(op.inputs + (op.output,), bases, strict=True))
         bases = _back_to_back(len(op.inputs) + 1, nbytes, lo)
         where = f"core 0's L2 ({config.l2.size_bytes:,} bytes)"
     if not _fits(bases, nbytes, lo, hi):
@@ -72,7 +75,7 @@ def place_operands(config: ChipConfig, cname: CName, length: int,
             f"({nbytes:,} bytes each) do not fit in {where}; use a smaller length"
             + (f" or the shared-storage version {cname.name[:-2]}_s" if cname.storage == "private"
                else ""))
-    return dict(zip(op.inputs + (op.output,), bases))
+    return dict(zip(op.inputs + (op.output,), bases, strict=True))
 
 
 def _check_region(config: ChipConfig, cname: CName, region: str | None) -> None:

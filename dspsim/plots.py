@@ -122,7 +122,7 @@ def shared_legend(fig, axes, extra_handles=(), extra_labels=(), title=None) -> N
     """One legend for the whole figure, at its right: every panel's entries, once each."""
     seen: dict[str, object] = {}
     for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, handle)
     handles = list(seen.values()) + list(extra_handles)
     labels = list(seen) + list(extra_labels)

@@ -28,6 +28,10 @@ FORMER_FILES = ("trace.json",)
 class TimedInCycles:
     """Wall time of a result that holds its ``cycles`` and its chip's ``clock_mhz``."""
 
+    # the fields of the results this mixes into
+    cycles: float
+    clock_mhz: float
+
     @property
     def seconds(self) -> float:
         return self.cycles / (self.clock_mhz * 1e6)
@@ -148,7 +152,7 @@ class RunResult(TimedInCycles):
         data = to_jsonable(self)
         for name in self.DERIVED:
             data[name] = to_jsonable(getattr(self, name))
-        for core, entry in zip(self.per_core, data["per_core"]):
+        for core, entry in zip(self.per_core, data["per_core"], strict=True):
             entry["elements"] = core.elements
         # one key set for every call kind: what a call has none of is null, not missing
         data["roofline_terms"] = {**{term: None for term in ROOFLINE_TERMS},

@@ -10,6 +10,7 @@ names whose bytes differ) is replaced only when asked (``force``).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -53,11 +54,11 @@ def write_folder(folder, files: dict[str, bytes], *, force: bool = False,
     parent = os.path.dirname(folder)
     _recover(folder)
     check_folder(folder, tuple(files) + tuple(former), shown=shown)
-    if not force and os.path.isdir(folder) and os.listdir(folder):
-        if not (same or (lambda path: _same_bytes(path, files)))(folder):
-            raise ArgumentError(f"cannot save to {shown}: it holds a different saved {what}; "
-                                f"choose another folder, or replace it with --force "
-                                f"(force=True)")
+    if (not force and os.path.isdir(folder) and os.listdir(folder)
+            and not (same or (lambda path: _same_bytes(path, files)))(folder)):
+        raise ArgumentError(f"cannot save to {shown}: it holds a different saved {what}; "
+                            f"choose another folder, or replace it with --force "
+                            f"(force=True)")
     staging = os.path.join(parent, f"{_marker(folder, 'saving')}{os.getpid()}-"
                                     f"{secrets.token_hex(4)}")
     try:
@@ -187,11 +188,7 @@ def _remove_tree(path: str) -> None:
     if not os.path.isdir(path) or os.path.islink(path):
         return
     for name in os.listdir(path):
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(os.path.join(path, name))
-        except OSError:
-            pass
-    try:
+    with contextlib.suppress(OSError):
         os.rmdir(path)
-    except OSError:
-        pass

@@ -153,7 +153,9 @@ def call_resources(config: ChipConfig, bound: BoundCall, timing: Timing) -> dict
     """The resources a call's trace describes for its speed-of-light table (see
     :mod:`dspsim.traces.usage`), with the roofline of the same call on one core."""
     job = job_for(bound)
-    one_core = roofline_terms(config, job, timing.vector, [bound.length])
+    # the whole length on the first of the call's cores, none on the others
+    one_core = roofline_terms(config, job, timing.vector,
+                              [bound.length] + [0] * (len(job.cores) - 1))
     fixed = one_core.pop("launch overhead", 0.0)
     return describe_resources(
         config, {CALL_KEY: vector_description(config, timing.vector, bound.cname.operator.mix)},

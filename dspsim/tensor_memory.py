@@ -14,7 +14,7 @@ OVERLAP_WORK = 10_000
 try:
     from numpy.lib.array_utils import byte_bounds
 except ImportError:  # numpy < 2
-    byte_bounds = np.byte_bounds
+    byte_bounds = np.byte_bounds  # type: ignore[attr-defined]  # the stubs are numpy 2's
 _TooHardError = getattr(np, "exceptions", np).TooHardError
 
 
@@ -35,7 +35,8 @@ def overlaps(a: np.ndarray, b: np.ndarray) -> bool:
     if not np.may_share_memory(a, b):
         return False
     try:
-        return bool(np.shares_memory(a, b, max_work=OVERLAP_WORK))
+        # numpy's stubs allow only -1 and 0, but the function takes any bound on its work
+        return bool(np.shares_memory(a, b, max_work=OVERLAP_WORK))  # type: ignore[arg-type]
     except _TooHardError:
         return True
 
@@ -45,8 +46,8 @@ def self_overlapping(array: np.ndarray) -> bool:
     true unless its axes nest, each stride spanning the axes inside it."""
     if array.size == 0:
         return False
-    axes = sorted((abs(stride), size) for stride, size in zip(array.strides, array.shape)
-                  if size > 1)
+    axes = sorted((abs(stride), size)
+                  for stride, size in zip(array.strides, array.shape, strict=True) if size > 1)
     span = array.itemsize
     for stride, size in axes:
         if stride < span:

@@ -92,7 +92,7 @@ class Band:
         data = asdict(self)
         data["band_low"], data["band_high"] = self.band_low, self.band_high
         total = sum(k.swing for k in self.keys) or 1.0
-        for entry, key in zip(data["keys"], self.keys):
+        for entry, key in zip(data["keys"], self.keys, strict=True):
             entry["swing"] = key.swing
             entry["share_of_swings"] = key.swing / total
         return data
@@ -168,7 +168,7 @@ def uncertainty_band(text: str | None, source: str, timer: Timer, cycles: float,
             continue
         low, problem_low = at_end(entry, "low")
         high, problem_high = at_end(entry, "high")
-        effects.append(KeyEffect(entry.key, entry.value, entry.low, entry.high, entry.reason,
+        effects.append(KeyEffect(entry.key, entry.value, *entry.bounds, entry.reason,
                                  low, high, problem_low or problem_high))
     effects.sort(key=lambda k: -k.swing)
     moving = [k for k in effects if k.swing > 0]
@@ -176,6 +176,7 @@ def uncertainty_band(text: str | None, source: str, timer: Timer, cycles: float,
     for direction in ("low", "high"):
         chosen = {}
         for k in moving:
+            assert k.low_cycles is not None and k.high_cycles is not None, "it swings"
             lower_end = "low" if k.low_cycles <= k.high_cycles else "high"
             end = lower_end if direction == "low" else ("high" if lower_end == "low" else "low")
             chosen[k.key] = range_end(next(r for r in ranges if r.key == k.key), end)

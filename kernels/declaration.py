@@ -154,11 +154,11 @@ def check_declaration(op) -> None:
         raise _fail(stem, "tolerance_ulps", f"{ulps!r:.60} must be a finite number >= 0")
     if op.linear_in is not None and op.linear_in not in inputs:
         raise _fail(stem, "linear_in", f"{op.linear_in!r:.60} is not an input")
-    if op.dtypes is not None:
-        if isinstance(op.dtypes, str) or not isinstance(op.dtypes, (tuple, list)) or \
-                not op.dtypes or any(d not in DTYPES for d in op.dtypes):
-            raise _fail(stem, "dtypes", f"{op.dtypes!r:.60} must be None (every dtype) or a "
-                        f"non-empty tuple of {', '.join(map(repr, DTYPES))}")
+    if op.dtypes is not None and (
+            isinstance(op.dtypes, str) or not isinstance(op.dtypes, (tuple, list))
+            or not op.dtypes or any(d not in DTYPES for d in op.dtypes)):
+        raise _fail(stem, "dtypes", f"{op.dtypes!r:.60} must be None (every dtype) or a "
+                    f"non-empty tuple of {', '.join(map(repr, DTYPES))}")
 
 
 def _call(op_name: str, field: str, function, *args, **kwargs):

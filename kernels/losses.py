@@ -21,7 +21,8 @@ from dspsim.kernels.operator import Operator, Param
 def _smoothl1lossgrad(dy, x1, x2, beta):
     d = x1 - x2
     b = const(d, beta)
-    below = np.where(d < -b, -dy, _smoothl1_middle(dy, d, b))
+    # -beta rounds to exactly -b: rounding to nearest is symmetric about zero
+    below = np.where(d < const(d, -beta), -dy, _smoothl1_middle(dy, d, b))
     return np.where(d > b, dy, below)
 
 

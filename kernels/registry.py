@@ -10,6 +10,7 @@ import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Literal
 
 from dspsim.kernels import activation_grads, forward, losses
 from dspsim.kernels.dtypes import BY_PREFIX, DTYPES, DType
@@ -20,7 +21,9 @@ OPERATORS: dict[str, Operator] = {
     op.stem: op
     for op in (*activation_grads.OPERATORS, *losses.OPERATORS, *forward.OPERATORS)
 }
-STORAGE = {"s": "shared", "p": "private"}
+#: where a call's operands live: shared storage (any cores) or one core's private memory
+StorageKind = Literal["shared", "private"]
+STORAGE: dict[str, StorageKind] = {"s": "shared", "p": "private"}
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class CName:
     name: str
     operator: Operator
     dtype: DType
-    storage: str  # "shared" or "private"
+    storage: StorageKind
 
     @property
     def args(self) -> tuple[str, ...]:
@@ -54,7 +57,8 @@ class CName:
 
 
 def c_name(operator: Operator, dtype: str, storage: str) -> str:
-    suffix = {v: k for k, v in STORAGE.items()}[storage]
+    suffixes: dict[str, str] = {v: k for k, v in STORAGE.items()}
+    suffix = suffixes[storage]
     return f"{DTYPES[dtype].prefix}_{operator.stem}_{suffix}"
 
 
@@ -106,6 +110,12 @@ class KernelSet(Mapping[str, Operator]):
         sources = self.sources + ((source,) if source is not None and
                                   source not in self.sources else ())
         return KernelSet([*self._operators.values(), *added], origins, sources)
+
+    def parse_known(self, name: str) -> CName:
+        """Parse a C name already checked to name an operator of this set (any dtype)."""
+        cname = self.parse(name, any_dtype=True)
+        assert cname is not None, f"{name!r} names no operator of this set"
+        return cname
 
     def parse(self, name: str, *, any_dtype: bool = False) -> CName | None:
         """Parse a C name; None if it names no operator of this set, or (unless

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import builtins
 
 
 class IntervalSet:
@@ -50,15 +51,16 @@ class DtypeMap:
             return
         i = bisect.bisect_right(self._ends, start)  # first interval ending after start
         j = bisect.bisect_left(self._starts, end)  # past the last starting before end
-        keep_s, keep_e, keep_d = [], [], []
+        kept: list[tuple[int, int, str]] = []  # (start, end, dtype) of the new intervals
         if i < j and self._starts[i] < start:  # the part of the first before the new range
-            keep_s.append(self._starts[i]), keep_e.append(start), keep_d.append(self._dtypes[i])
-        keep_s.append(start), keep_e.append(end), keep_d.append(dtype)
+            kept.append((self._starts[i], start, self._dtypes[i]))
+        kept.append((start, end, dtype))
         if i < j and self._ends[j - 1] > end:  # the part of the last after it
-            keep_s.append(end), keep_e.append(self._ends[j - 1])
-            keep_d.append(self._dtypes[j - 1])
-        self._starts[i:j], self._ends[i:j], self._dtypes[i:j] = keep_s, keep_e, keep_d
-        self._merge_around(i, i + len(keep_s))
+            kept.append((end, self._ends[j - 1], self._dtypes[j - 1]))
+        self._starts[i:j] = [s for s, _, _ in kept]
+        self._ends[i:j] = [e for _, e, _ in kept]
+        self._dtypes[i:j] = [d for _, _, d in kept]
+        self._merge_around(i, i + len(kept))
 
     def _merge_around(self, first: int, last: int) -> None:
         k = max(first - 1, 0)
@@ -70,7 +72,7 @@ class DtypeMap:
             else:
                 k += 1
 
-    def within(self, start: int, end: int) -> set[str]:
+    def within(self, start: int, end: int) -> builtins.set[str]:  # set: the method above
         """The dtypes written anywhere in [start, end)."""
         i = bisect.bisect_right(self._ends, start)
         j = bisect.bisect_left(self._starts, end)

@@ -7,19 +7,24 @@ were never written is an error rather than silent zeros.
 """
 from __future__ import annotations
 
+import importlib
 import mmap
 from dataclasses import dataclass
-
-try:  # POSIX only: the address-space limit, named when a region cannot be reserved
-    import resource
-except ImportError:
-    resource = None
+from types import ModuleType
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.errors import AddressError, ArgumentError, CapacityError, DTypeError
 from dspsim.sim.intervals import DtypeMap, IntervalSet  # noqa: F401 - part of this API
+
+# POSIX only: the address-space limit, named when a region cannot be reserved
+resource: ModuleType | None
+try:
+    resource = importlib.import_module("resource")
+except ImportError:
+    resource = None
 
 
 def _check_storable(dtype: np.dtype) -> None:
@@ -180,7 +185,7 @@ class Memory:
                                           f"{self.config.name}'s core {span.core} L2")
         return self._l2[span.core]
 
-    def view(self, span: Span, dtype: np.dtype) -> np.ndarray:
+    def view(self, span: Span, dtype: DTypeLike) -> np.ndarray:
         """A zero-copy numpy view of the span's bytes as ``dtype`` (no written check)."""
         raw = self._storage(span).buffer[span.offset:span.end_offset]
         return raw.view(dtype)

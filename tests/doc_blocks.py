@@ -50,6 +50,8 @@ NOT_RUN = {
     "test suite": (re.compile(r"^pytest\b"), "the test suite, of which this test is part"),
     "benchmark": (re.compile(r"^python benchmarks/"),
                   "measures wall-clock time, which tests never assert; its options are parsed"),
+    "lint gate": (re.compile(r"^(ruff|mypy)\b"),
+                  "needs the lint extra, which CI installs after the tests; CI runs it"),
 }
 
 
@@ -141,6 +143,11 @@ def check_not_run(kind: str, command: str) -> None:
                     assert extra in extras, f"no extra {extra!r} in pyproject.toml"
         if words[:1] == ["pytest"] and "-n" in words:
             assert any(d.startswith("pytest-xdist") for d in extras["test"])
+    if kind == "lint gate":
+        assert any(d.startswith(command.split()[0]) for d in extras["lint"])
+        ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+        assert re.search(rf"^\s*if ! {re.escape(command)} ", ci, re.M), \
+            f"{command!r} is not a step of .ci/run"
     if kind == "benchmark":
         words = shlex.split(command, comments=True)
         spec = importlib.util.spec_from_file_location("doc_benchmark", ROOT / words[1])

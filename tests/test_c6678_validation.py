@@ -6,6 +6,7 @@ it explains as disagreements must still disagree the way it says, so that the pa
 go stale silently."""
 import importlib.util
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ def test_a_controller_alone_runs_at_the_least_of_its_rate_and_its_path(ft78ne, n
 
 def test_masters_share_ddr_and_never_exceed_it(ft78ne):
     totals = [validation.masters_throughput(ft78ne, k, "ddr", "fast") for k in range(1, 9)]
-    assert all(b >= a * 0.999 for a, b in zip(totals, totals[1:]))
+    assert all(b >= a * 0.999 for a, b in pairwise(totals))
     assert max(totals) <= ft78ne.ddr.bandwidth_gbps
 
 
@@ -99,7 +100,7 @@ def test_fast_and_detailed_agree_on_a_long_transfer(ft78ne, engine):
     transfers = [ProbeTransfer(engine, "ddr", 1 << 17, direction=d) for d in ("dma-in", "dma-out")]
     fast = run_transfers(ft78ne, transfers, "fast")
     detailed = run_transfers(ft78ne, transfers, "detailed")
-    for a, b in zip(fast, detailed):
+    for a, b in zip(fast, detailed, strict=True):
         assert b == pytest.approx(a, rel=0.01)
 
 

@@ -101,7 +101,7 @@ def test_fitted_chip_file_keeps_the_text_and_says_where_values_came_from(tmp_pat
     text = fitted_chip_text(result)
     old_lines, new_lines = result.chip_text.split("\n"), text.split("\n")
     assert len(old_lines) == len(new_lines)
-    changed = [(a, b) for a, b in zip(old_lines, new_lines) if a != b]
+    changed = [(a, b) for a, b in zip(old_lines, new_lines, strict=True) if a != b]
     assert len(changed) == 1
     before, after = changed[0]
     assert before.startswith("  setup_cycles: 150") and "# assumed" in before

@@ -13,7 +13,8 @@ from dspsim.calibration.fitted_yaml import edit_chip_text, format_number
 from dspsim.calibration.measurements import MAX_FILE_BYTES
 from dspsim.sim.errors import ArgumentError, ConfigError, DspSimError
 
-GOOD = "operator,length,core_mask,cycles\nfp_relu_grad_s,4096,0x1,9000\nfp_relu_grad_s,8192,0x3,9500\n"
+GOOD = ("operator,length,core_mask,cycles\nfp_relu_grad_s,4096,0x1,9000\n"
+        "fp_relu_grad_s,8192,0x3,9500\n")
 
 
 def write(tmp_path, text, name="m.csv"):
@@ -28,11 +29,13 @@ def write(tmp_path, text, name="m.csv"):
     (b"\x00\x01binary\x00", "binary"),
     (b"operator,length,cycles\n\xff\xfe,1,2\n", "not UTF-8"),
     ("operator,length,core_mask,cycles\n", "no measured rows"),
-    ("operator,length,cycles,colour\nfp_relu_grad_s,64,100,red\n", "line 1: unknown column 'colour'"),
+    ("operator,length,cycles,colour\nfp_relu_grad_s,64,100,red\n",
+     "line 1: unknown column 'colour'"),
     ("operator;length;cycles\nfp_relu_grad_s;64;100\n", "separate the columns with commas"),
     ("operator,length\nfp_relu_grad_s,64\n", "missing column 'cycles'"),
     ("operator,length,cycles,length\nfp_relu_grad_s,64,1,2\n", "appears twice"),
-    ("operator,length,cycles\nfp_relu_gard_s,64,100\n", "line 2: unknown operator 'fp_relu_gard_s'; did you mean fp_relu_grad_s"),
+    ("operator,length,cycles\nfp_relu_gard_s,64,100\n",
+     "line 2: unknown operator 'fp_relu_gard_s'; did you mean fp_relu_grad_s"),
     ("operator,length,cycles\nfp_relu_grad_s,64,0\n", "line 2: cycles 0 must be > 0"),
     ("operator,length,cycles\nfp_relu_grad_s,64,-5\n", "line 2: cycles -5 must be > 0"),
     ("operator,length,cycles\nfp_relu_grad_s,64,fast\n", "line 2: cycles 'fast' is not a number"),
@@ -40,11 +43,13 @@ def write(tmp_path, text, name="m.csv"):
     ("operator,length,cycles\nfp_relu_grad_s,6.5,100\n", "line 2: length '6.5'"),
     ("operator,length,cycles\nfp_relu_grad_s,0,100\n", "line 2: length 0 must be > 0"),
     ("operator,length,cycles\n\nfp_relu_grad_s,64\n", "line 3: 2 cells where the header has 3"),
-    ("operator,length,cycles,core_mask\nfp_relu_grad_s,64,100,0\n", "line 2: core_mask 0 selects no core"),
+    ("operator,length,cycles,core_mask\nfp_relu_grad_s,64,100,0\n",
+     "line 2: core_mask 0 selects no core"),
     ("operator,length,cycles,core_mask\nfp_relu_grad_p,64,100,0x3\n", "runs on one core"),
     ("operator,length,cycles,region\nfp_relu_grad_s,64,100,l2\n", "use fp_relu_grad_p"),
     ("operator,length,cycles,region\nfp_relu_grad_p,64,100,ddr\n", "use fp_relu_grad_s"),
-    ("operator,length,cycles,region\nfp_relu_grad_s,64,100,flash\n", "region 'flash' is not one of"),
+    ("operator,length,cycles,region\nfp_relu_grad_s,64,100,flash\n",
+     "region 'flash' is not one of"),
     ("operator,length,cycles,dtype\nfp_relu_grad_s,64,100,fp16\n", "dtype fp16 disagrees"),
     ("operator,length,cycles,alpha\nfp_relu_grad_s,64,100,0.1\n", "has no parameter 'alpha'"),
     ("operator,length,cycles,params\nfp_l_relu_grad_s,64,100,alpha\n", "write NAME=VALUE"),
@@ -135,7 +140,8 @@ def test_an_edit_that_would_change_a_shared_value_is_refused():
 
 def test_crlf_files_keep_their_line_ends():
     text = "a: 5   # old\r\nb: 2\r\n"
-    assert edit_chip_text(text, "t", {"a": "7"}, {"a": "new"}) == "a: 7   # new; before: old\r\nb: 2\r\n"
+    edited = edit_chip_text(text, "t", {"a": "7"}, {"a": "new"})
+    assert edited == "a: 7   # new; before: old\r\nb: 2\r\n"
 
 
 def run_cli(*args, cwd):

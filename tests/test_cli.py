@@ -16,8 +16,9 @@ def test_run_prints_report_and_writes_trace_to_default_folder(tmp_path):
                       "--core-mask", "0xff", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    for fragment in ("cycles", "µs", "GB/s", "% of", "bounded by", "per core", "numerics vs float64 "
-                     "reference: ok", "max abs error", "trace written to traces/"):
+    for fragment in ("cycles", "µs", "GB/s", "% of", "bounded by", "per core",
+                     "numerics vs float64 reference: ok", "max abs error",
+                     "trace written to traces/"):
         assert fragment in out, fragment
     traces = list((tmp_path / "traces").iterdir())
     assert [t.suffix for t in traces] == [".pftrace"]  # Perfetto's protobuf by default

@@ -1,4 +1,6 @@
 """Every bad input gets a clear error naming the value and the fix, and memory is untouched."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -107,7 +109,7 @@ def test_argument_count_and_types(chip):
 def test_config_file_with_errors(tmp_path):
     from dspsim.sim.chip.load import packaged_chips
     path = tmp_path / "chip.yaml"
-    text = open(packaged_chips()["ft78ne"]).read()
+    text = Path(packaged_chips()["ft78ne"]).read_text()
     path.write_text(text.replace("cores: 8 ", "cores: 0 "))
     with pytest.raises(ConfigError, match=r"chip.yaml: cores: must be > 0, got 0"):
         dspsim.Chip(str(path))

@@ -58,7 +58,7 @@ def test_both_fidelities_see_the_expansion(name):
         fast = [_private_cycles(c, name, length, "fast") for c in (cheap, dear)]
         detailed = [_private_cycles(c, name, length, "detailed") for c in (cheap, dear)]
         assert fast[1] > fast[0] and detailed[1] > detailed[0]
-        for f, d in zip(fast, detailed):
+        for f, d in zip(fast, detailed, strict=True):
             assert abs(d - f) <= 0.03 * f, (name, length, f, d)
 
 

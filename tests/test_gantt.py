@@ -2,6 +2,8 @@
 streams' rows in the program's order."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -63,7 +65,7 @@ def test_program_calls_sit_on_their_streams_rows_in_program_order(tmp_path):
     assert [c[0] for c in rows[1].calls] == ["fp_tanh_grad_s"]
     assert all(isinstance(r, Row) for r in rows)
     written = plot_trace(trace, str(tmp_path / "p.png"))
-    assert open(written, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert Path(written).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_dense_call_plots(tmp_path):

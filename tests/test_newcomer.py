@@ -19,7 +19,7 @@ def test_dspsim_alone_prints_help():
 def test_the_numerics_line_says_which_rule_passed():
     proc = dspsim_cli("run", "fp_gelu_grad_s", "--length", "20000", "--no-trace")
     assert proc.returncode == 0, proc.stderr
-    (line,) = [l for l in proc.stdout.splitlines() if l.startswith("numerics")]
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("numerics")]
     assert "passed: " in line and " within 4 ULP" in line
     assert "0 elements outside it" in line
 
@@ -30,7 +30,7 @@ def test_length_zero_header_agrees_with_the_per_core_table_and_warnings_come_fir
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert "cores 0, 1, 2, 3 (none has elements at length 0)" in lines[0]
-    warning = next(k for k, l in enumerate(lines) if l.startswith("warning:"))
+    warning = next(k for k, ln in enumerate(lines) if ln.startswith("warning:"))
     assert "bits above" in lines[warning] and warning < lines.index("per core")
 
 
@@ -67,7 +67,7 @@ def test_ops_lists_one_line_per_operator_and_one_in_full():
 def test_chips_lists_names_that_chip_finds(tmp_path):
     proc = dspsim_cli("chips")
     assert proc.returncode == 0
-    header = next(l for l in proc.stdout.splitlines() if l.startswith("chip "))
+    header = next(ln for ln in proc.stdout.splitlines() if ln.startswith("chip "))
     assert header.split()[-1] == "--chip"
     for line in proc.stdout.splitlines():
         if line.startswith(("FT78NE", "MT7004")):

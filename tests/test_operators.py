@@ -391,16 +391,22 @@ def test_l_relu_runs_in_place(name, address):
 
 # --------------------------------------------------------------------------- names and costs
 SEED_SIGNATURES = [  # as the reference pages print them
-    "void fp_l_relu_grad_s(float *src0, float *src1, float *dst, int length, float alpha, int core_mask)",
+    "void fp_l_relu_grad_s(float *src0, float *src1, float *dst, int length, float alpha, "
+    "int core_mask)",
     "void fp_elu_grad_p(float *src0, float *src1, float *dst, int length, float alpha)",
-    "void fp_hard_shrink_grad_s(float *src0, float *src1, float *dst, int length, float lambd, int core_mask)",
+    "void fp_hard_shrink_grad_s(float *src0, float *src1, float *dst, int length, float lambd, "
+    "int core_mask)",
     "void fp_softshrink_grad_p(float *src0, float *src1, float *dst, int length, float lambd)",
     "void fp_gelu_grad_s(float *src0, float *src1, float *dst, int length, int core_mask)",
-    "void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int length, float beta, int core_mask)",
-    "void hp_smoothl1lossgrad_s(half *dy, half *dx1, half *x1, half *x2, int length, half beta, int core_mask)",
+    "void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int length, "
+    "float beta, int core_mask)",
+    "void hp_smoothl1lossgrad_s(half *dy, half *dx1, half *x1, half *x2, int length, half beta, "
+    "int core_mask)",
     "void hp_smoothl1lossgrad_p(half *dy, half *dx1, half *x1, half *x2, int length, half beta)",
-    "void fp_sigmoidcrossentropywithlogitsgrad_s(float* Input0, float* Input1, float* output, int length, int core_mask)",
-    "void hp_sigmoidcrossentropywithlogitsgrad_p(half* Input0, half* Input1, half* output, int length)",
+    "void fp_sigmoidcrossentropywithlogitsgrad_s(float* Input0, float* Input1, float* output, "
+    "int length, int core_mask)",
+    "void hp_sigmoidcrossentropywithlogitsgrad_p(half* Input0, half* Input1, half* output, "
+    "int length)",
 ]
 
 

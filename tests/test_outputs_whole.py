@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from terminal import dspsim_cli, one_line_error
@@ -28,7 +29,7 @@ RUN = ("run", "fp_relu_grad_s", "--length", "64")
 
 def _chip_copy(tmp_path):
     path = tmp_path / "my.yaml"
-    path.write_bytes(open(packaged_chips()["ft78ne"], "rb").read())
+    path.write_bytes(Path(packaged_chips()["ft78ne"]).read_bytes())
     return path
 
 
@@ -221,7 +222,7 @@ def test_counter_events_without_a_value_are_refused(tmp_path):
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
     result = dspsim.simulate("fp_relu_grad_s", [1.0] * 4096, [1.0] * 4096)[1]
     trace = pb.Trace()
-    trace.ParseFromString(open(result.write_trace(tmp_path / "t.pftrace"), "rb").read())
+    trace.ParseFromString(Path(result.write_trace(tmp_path / "t.pftrace")).read_bytes())
     counters = [p.track_event for p in trace.packet if p.HasField("track_event")
                 and p.track_event.type == pb.TrackEvent.TYPE_COUNTER]
     assert counters
@@ -229,7 +230,7 @@ def test_counter_events_without_a_value_are_refused(tmp_path):
     counters[0].ClearField("counter_value")
     (tmp_path / "bad.pftrace").write_bytes(trace.SerializeToString())
     one_line_error(dspsim_cli("trace", "summary", tmp_path / "bad.pftrace"), "has no value")
-    chrome = json.loads(open(result.write_trace(tmp_path / "t.json"), "rb").read())
+    chrome = json.loads(Path(result.write_trace(tmp_path / "t.json")).read_bytes())
     events = chrome["traceEvents"] if isinstance(chrome, dict) else chrome
     next(e for e in events if e.get("ph") == "C")["args"] = {}
     (tmp_path / "bad.json").write_text(json.dumps(chrome))

@@ -26,5 +26,6 @@ def test_the_wheel_holds_every_package_and_chip_file(tmp_path):
     packages = {n.rsplit("/", 1)[0].replace("/", ".") for n in names if n.endswith("/__init__.py")}
     missing = _source_packages() - packages
     assert not missing, f"the wheel leaves out {sorted(missing)}"
-    assert {"dspsim/configs/ft78ne.yaml", "dspsim/configs/mt7004.yaml", "dspsim/py.typed"} <= set(names)
+    assert {"dspsim/configs/ft78ne.yaml", "dspsim/configs/mt7004.yaml",
+            "dspsim/py.typed"} <= set(names)
     assert "dspsim/sim/engine/pipeline.py" in names

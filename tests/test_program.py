@@ -120,7 +120,8 @@ def test_events_order_streams_and_numerics_flow_in_dependency_order(ft78ne):
     x64 = x.astype(np.float64)
     c = np.sqrt(2 / np.pi)
     inner = np.tanh(c * (x64 + 0.044715 * x64 ** 3))
-    gelu = dy * (0.5 * (1 + inner) + 0.5 * x64 * (1 - inner ** 2) * c * (1 + 3 * 0.044715 * x64 ** 2))
+    gelu = dy * (0.5 * (1 + inner)
+                 + 0.5 * x64 * (1 - inner ** 2) * c * (1 + 3 * 0.044715 * x64 ** 2))
     leaky = np.where(x64 > 0, gelu, 0.2 * gelu)
     expected = leaky * (1 - x64 ** 2)
     got = ft78ne.read(DDR + 4 * MIB, n, np.float32)
@@ -292,7 +293,7 @@ def test_short_and_long_transfers_together_never_exceed_their_sequence(ft78ne):
     assert [c.transfer_timing for c in result.calls] == [r.timing.transfer_timing for r in alone]
     assert [c.transfer_timing for c in result.calls] == ["bursts", "fluid"]
     assert result.bounds["DDR"] <= result.cycles <= sequential
-    assert all(c.cycles >= r.cycles * 0.99 for c, r in zip(result.calls, alone))
+    assert all(c.cycles >= r.cycles * 0.99 for c, r in zip(result.calls, alone, strict=True))
 
 
 @pytest.mark.parametrize("fidelity", ["fast", "detailed"])

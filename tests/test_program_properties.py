@@ -1,5 +1,7 @@
 """Random programs: random streams, masks, events and buffers (some racing, some
 deadlocking) either fail with a DspSimError or keep every invariant of a schedule."""
+from itertools import pairwise
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -72,10 +74,10 @@ def test_random_programs_keep_every_invariant_or_fail_cleanly(case):
             by_core.setdefault(core, []).append((record.start_cycle, record.end_cycle))
     for spans in by_core.values():  # a core runs one call at a time
         spans.sort()
-        assert all(a[1] <= b[0] + 1e-9 for a, b in zip(spans, spans[1:]))
+        assert all(a[1] <= b[0] + 1e-9 for a, b in pairwise(spans))
     for stream in prog.streams:  # in order within a stream
         ends = [result.calls[i.index] for i in stream.items if hasattr(i, "bound")]
-        assert all(a.end_cycle <= b.start_cycle + 1e-9 for a, b in zip(ends, ends[1:]))
+        assert all(a.end_cycle <= b.start_cycle + 1e-9 for a, b in pairwise(ends))
     trace = result.trace()
     assert validate_trace(trace) == []
     again = build(chip_name, items)[1].run()

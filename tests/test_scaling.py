@@ -8,6 +8,7 @@ bound on every core count.
 """
 import copy
 import random
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -59,7 +60,7 @@ def test_one_more_core_is_never_slower(chip_name, name):
     chip = packaged(chip_name)
     length = random.Random(f"cores {name}").randint(1 << 14, 1 << 20)
     cycles = [timed(chip, name, length, k).cycles for k in range(1, chip.config.cores + 1)]
-    for k, (fewer, more) in enumerate(zip(cycles, cycles[1:]), 1):
+    for k, (fewer, more) in enumerate(pairwise(cycles), 1):
         assert more <= CORE_STEP * fewer, f"{name} n={length}: {k} -> {k + 1} cores: {cycles}"
 
 

@@ -3,6 +3,8 @@ skipped periods' slices neither overlap on an engine nor outnumber a pool's engi
 each core's busy cycles are its slices'."""
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 import dspsim
@@ -37,7 +39,7 @@ def test_skipped_periods_keep_every_engine_to_one_transfer_at_a_time():
             transfers.setdefault(engine, []).append((piece.end - data, piece.end))
     for engine, moved in transfers.items():
         moved.sort()
-        assert all(a[1] <= b[0] + 1e-6 for a, b in zip(moved, moved[1:])), engine
+        assert all(a[1] <= b[0] + 1e-6 for a, b in pairwise(moved)), engine
     # each core's busy cycles: while any of its slices of that kind was under way
     for core in timing.cores:
         for kind, busy in core.busy.items():

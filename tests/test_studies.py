@@ -203,7 +203,7 @@ def test_two_concurrent_program_sweeps_lose_no_row(tmp_path):
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=tmp_path) for _ in range(2)]
     results = [p.communicate(timeout=300) for p in procs]
-    for proc, (_, stderr) in zip(procs, results):
+    for proc, (_, stderr) in zip(procs, results, strict=True):
         assert proc.returncode == 0 or "another sweep is writing" in stderr, stderr
     assert any(p.returncode == 0 for p in procs)
     rows = jsonl(out)

@@ -251,9 +251,9 @@ def test_a_torn_last_line_is_cut_off_on_resume(tmp_path):
 
 
 def test_a_second_sweep_into_the_same_folder_is_refused(tmp_path):
-    with RowStore(str(tmp_path)):
-        with pytest.raises(ArgumentError, match="another sweep is writing"):
-            RowStore(str(tmp_path)).open()
+    with RowStore(str(tmp_path)), \
+            pytest.raises(ArgumentError, match="another sweep is writing"):
+        RowStore(str(tmp_path)).open()
 
 
 # ----------------------------------------------------------------------------- executors

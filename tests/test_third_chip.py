@@ -4,6 +4,7 @@ sim/engine/dma_clusters.py). It runs through the same public API as the other ch
 from __future__ import annotations
 
 import copy
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -80,7 +81,7 @@ def test_more_cores_are_never_slower_at_large_lengths(region):
     chip = dspsim.Chip("mt7016")
     n = 1 << 19
     cycles = [timed(chip, n, (1 << k) - 1, region).cycles for k in range(1, 17)]
-    for k, (fewer, more) in enumerate(zip(cycles, cycles[1:]), start=1):
+    for k, (fewer, more) in enumerate(pairwise(cycles), start=1):
         assert more <= CORE_STEP * fewer, (k, cycles)
 
 

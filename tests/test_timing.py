@@ -1,5 +1,6 @@
 """Timing invariants, golden cycle counts and determinism of the hardware model."""
 import dataclasses
+from itertools import pairwise
 
 import pytest
 
@@ -65,7 +66,7 @@ def test_more_cores_never_slower_at_large_lengths(chip, name, masks):
     # DDR-bound calls sit on a plateau where the pool's choices move the end by a few
     # hundred cycles either way: the design's bound, 1% per step, is what holds
     cycles = [timed(chip, name, BIG, m).cycles for m in masks]
-    assert all(more <= 1.01 * fewer for fewer, more in zip(cycles, cycles[1:])), cycles
+    assert all(more <= 1.01 * fewer for fewer, more in pairwise(cycles)), cycles
 
 
 @pytest.mark.parametrize("chip,name,length,mask", [
@@ -117,7 +118,7 @@ def test_determinism_of_cycles_and_trace_bytes():
 def test_partition_is_contiguous_balanced_and_vector_aligned(length, cores, lanes):
     parts = partition(length, tuple(range(cores)), lanes)
     assert parts[0][1] == 0 and parts[-1][2] == length
-    assert all(a[2] == b[1] for a, b in zip(parts, parts[1:]))
+    assert all(a[2] == b[1] for a, b in pairwise(parts))
     sizes = [stop - start for _, start, stop in parts]
     full = [s // lanes for s in sizes]
     assert max(full) - min(full) <= 1

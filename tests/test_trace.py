@@ -52,7 +52,8 @@ def test_slices_are_cycles_over_1000_and_busy_matches_result(result):
     assert result.cycles - 1 <= end <= result.cycles  # the report rounds up
     for core in result.per_core:
         pid = core.core + 1
-        vector = sum(e["args"]["cycles"] for e in slices if e["pid"] == pid and e["cat"] == "vector")
+        vector = sum(e["args"]["cycles"] for e in slices
+                     if e["pid"] == pid and e["cat"] == "vector")
         assert vector == pytest.approx(core.busy_cycles["vector"])
         assert sum(1 for e in slices if e["pid"] == pid and e["cat"] == "vector") == core.tiles
 
@@ -65,7 +66,8 @@ def test_validator_catches_partial_overlap_missing_fields_and_negative_durations
     assert validate_trace(nested) == []
     assert any("lacks dur" in p for p in validate_trace({"traceEvents": [
         {"ph": "X", "pid": 1, "tid": 1, "name": "a", "ts": 0}]}))
-    assert any("negative" in p for p in validate_trace({"traceEvents": [{**base, "ts": 0, "dur": -1}]}))
+    assert any("negative" in p
+               for p in validate_trace({"traceEvents": [{**base, "ts": 0, "dur": -1}]}))
 
 
 def test_back_to_back_slices_do_not_overlap_after_conversion_to_nanoseconds():

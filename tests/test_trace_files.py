@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,10 +126,10 @@ def test_data_is_synced_before_the_rename(tmp_path, monkeypatch):
 
 def test_a_failed_encoding_leaves_the_old_file_and_no_temporary(tmp_path, result):
     path = result.write_trace(tmp_path / "t.json")
-    before = open(path, "rb").read()
+    before = Path(path).read_bytes()
     with pytest.raises(TypeError):
         write_trace({"traceEvents": [], "metadata": {"x": object()}}, path)
-    assert open(path, "rb").read() == before and os.listdir(tmp_path) == ["t.json"]
+    assert Path(path).read_bytes() == before and os.listdir(tmp_path) == ["t.json"]
 
 
 def test_a_writer_killed_mid_write_leaves_a_temporary_that_the_next_write_removes(tmp_path):

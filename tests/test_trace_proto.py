@@ -2,6 +2,8 @@
 result's busy cycles, args, the DDR counter, flows from Chrome-style dicts, read back."""
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -123,7 +125,7 @@ def test_whole_cycle_durations_add_up_to_the_result_busy_cycles(tmp_path, chip, 
         group = descriptors[d.parent_uuid].name
         slices = integer_slices(track_events)
         ordered = sorted(slices, key=lambda s: s[0])
-        assert all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:])), d.name  # no overlap
+        assert all(a[1] <= b[0] for a, b in pairwise(ordered)), d.name  # no overlap
         last_end = max([last_end] + [s[1] for s in slices])
         if group.startswith("core"):
             # each track's whole cycles are its busy cycles rounded: nothing truncated
@@ -149,14 +151,14 @@ def test_read_back_gives_the_same_model_and_summary_as_json(tmp_path, result):
     assert [(t.group, t.name, t.kind) for t in a.tracks] == \
         [(t.group, t.name, t.kind) for t in b.tracks]
     key = lambda s: (s.track, s.start, s.name)  # noqa: E731
-    for x, y in zip(sorted(a.slices, key=key), sorted(b.slices, key=key)):
+    for x, y in zip(sorted(a.slices, key=key), sorted(b.slices, key=key), strict=True):
         assert (x.name, x.category, x.args) == (y.name, y.category, y.args)
         assert x.start == y.start and x.end == pytest.approx(y.end, rel=1e-15)
     assert validate_trace(load_trace(proto)) == []
     sa, sb = summarize(read_trace(proto)), summarize(read_trace(chrome))
     assert sa.cycles == sb.cycles == result.cycles
     assert sa.engines == sb.engines and sa.ddr_timeline == pytest.approx(sb.ddr_timeline)
-    for ca, cb in zip(sa.cores, sb.cores):
+    for ca, cb in zip(sa.cores, sb.cores, strict=True):
         assert ca.busy == pytest.approx(cb.busy, rel=1e-12)
 
 

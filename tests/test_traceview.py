@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -105,7 +106,7 @@ def test_bad_files_give_clear_errors(tmp_path):
     with pytest.raises(ArgumentError, match="no dspsim metadata"):
         read_trace(tmp_path / "plain.json")
     _, path = traced_run(tmp_path, length=4096)
-    data = json.loads(open(path, encoding="utf-8").read())
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
     del data["metadata"]["roofline_terms"]
     (tmp_path / "old.json").write_text(json.dumps(data))
     with pytest.raises(ArgumentError, match="lacks roofline_terms.*write the trace again"):
@@ -113,7 +114,7 @@ def test_bad_files_give_clear_errors(tmp_path):
 
 
 def test_a_trace_of_a_chip_from_any_yaml_file_summarises_on_its_own(tmp_path):
-    text = open(packaged_chips()["ft78ne"], encoding="utf-8").read()
+    text = Path(packaged_chips()["ft78ne"]).read_text(encoding="utf-8")
     chip_file = tmp_path / "wide.yaml"
     chip_file.write_text(text.replace("name: FT78NE", "name: FT78NE-fast-ddr")
                          .replace("peak_bandwidth_gbps: 10.67", "peak_bandwidth_gbps: 25.6"))
@@ -131,7 +132,7 @@ def test_a_trace_of_a_chip_from_any_yaml_file_summarises_on_its_own(tmp_path):
 def test_plot_is_a_real_png(tmp_path):
     _, path = traced_run(tmp_path, length=2**18, core_mask=0xff)
     out = plot_trace(read_trace(path), str(tmp_path / "gantt.png"), 10.67, 8.536, "DDR")
-    data = open(out, "rb").read()
+    data = Path(out).read_bytes()
     assert data[:8] == PNG_MAGIC and len(data) > 20_000
 
 
@@ -159,7 +160,7 @@ def test_collapse_draws_cores_doing_the_same_work_once(tmp_path):
     rows = chart_rows(read_trace(staggered), collapse=True)
     assert len({tuple(r.cores) for r in rows[1:]}) > 1
     out = plot_trace(trace, str(tmp_path / "c.png"), 25.6, 20.48, "DDR", collapse=True)
-    assert open(out, "rb").read()[:8] == PNG_MAGIC
+    assert Path(out).read_bytes()[:8] == PNG_MAGIC
 
 
 def test_compare_reports_total_core_and_engine_changes(tmp_path):

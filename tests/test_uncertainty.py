@@ -43,7 +43,7 @@ def _numeric_lines(text: str) -> dict[int, str]:
 @pytest.mark.parametrize("name", sorted(packaged_chips()))
 def test_every_assumed_value_of_the_packaged_chips_has_a_range(name):
     path = packaged_chips()[name]
-    text = open(path, encoding="utf-8").read()
+    text = Path(path).read_text(encoding="utf-8")
     _, ranges = chip_ranges(text, path)  # every end builds a valid chip
     with_range = {r.key for r in ranges}
     lines = text.splitlines()
@@ -55,7 +55,7 @@ def test_every_assumed_value_of_the_packaged_chips_has_a_range(name):
 
 
 def _chip_file(tmp_path, change: str, new: str) -> str:
-    text = open(packaged_chips()["ft78ne"], encoding="utf-8").read()
+    text = Path(packaged_chips()["ft78ne"]).read_text(encoding="utf-8")
     lines = text.splitlines()
     index = next(i for i, line in enumerate(lines) if line.lstrip().startswith(change))
     lines[index] = new
@@ -75,7 +75,7 @@ def _chip_file(tmp_path, change: str, new: str) -> str:
 def test_a_bad_range_names_its_key(tmp_path, line, message):
     key = line.split(":")[0].strip()
     path = _chip_file(tmp_path, key + ":", line)
-    text = open(path).read()
+    text = Path(path).read_text()
     if message is None:
         chip_ranges(text, path)
         return
@@ -84,7 +84,7 @@ def test_a_bad_range_names_its_key(tmp_path, line, message):
 
 
 def test_the_structured_form_and_a_key_given_twice(tmp_path):
-    text = open(packaged_chips()["mt7004"], encoding="utf-8").read()
+    text = Path(packaged_chips()["mt7004"]).read_text(encoding="utf-8")
     extra = ("assumed_ranges:\n  dma.setup_cycles: {low: 100, high: 300, reason: measured "
              "spread}\n")
     path = tmp_path / "m.yaml"
@@ -114,7 +114,7 @@ def _band(chip: dspsim.Chip, op: str, mask: int):
 
 def _cycles_with(tmp_path, base: str, overrides: dict, op: str, mask: int) -> int:
     """The call on a chip FILE written with ``overrides``: the band re-run independently."""
-    raw = yaml.load(open(packaged_chips()[base]).read(), Loader=BoundedLoader)
+    raw = yaml.load(Path(packaged_chips()[base]).read_text(), Loader=BoundedLoader)
     path = tmp_path / f"edited-{len(list(tmp_path.iterdir()))}.yaml"
     path.write_text(yaml.safe_dump(apply_overrides(raw, overrides)))
     chip = dspsim.Chip(str(path))
@@ -170,6 +170,7 @@ def test_json_carries_the_band_and_program_has_one():
     assert band["keys"][0]["swing"] >= band["keys"][-1]["swing"]
     assert any(k["key"] == "memory.ddr.efficiency" for k in band["keys"])
     text = dspsim_cli("program", "examples/mlp_backward_split.yaml", "--timing-only",
-                      "--param", "hidden_len=8192", "--uncertainty", cwd=str(Path(__file__).resolve().parent.parent))
+                      "--param", "hidden_len=8192", "--uncertainty",
+                      cwd=str(Path(__file__).resolve().parent.parent))
     assert text.returncode == 0, text.stderr
     assert "band" in text.stdout and "memory.ddr.efficiency" in text.stdout

@@ -44,9 +44,9 @@ def log_bounds(model: ChipModel, given: Mapping[str, tuple[float, float]]) -> tu
     lower, upper = [], []
     for index, fit_key in enumerate(model.keys):
 
-        def valid(value: float) -> str | None:
+        def valid(value: float, at: int = index) -> str | None:
             values = model.originals.copy()
-            values[index] = value
+            values[at] = value
             try:
                 model.config_for(values)
             except DspSimError as exc:

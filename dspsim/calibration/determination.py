@@ -50,7 +50,7 @@ def determination(jacobian: np.ndarray, residuals: np.ndarray,
         sub = jacobian[:, live]
         unit = sub / np.linalg.norm(sub, axis=0)
         _, singular, vt = np.linalg.svd(unit, full_matrices=False)
-        for value, vector in zip(singular, vt):
+        for value, vector in zip(singular, vt, strict=True):
             if value >= COLLINEAR:
                 continue
             group = [live[i] for i in np.flatnonzero(np.abs(vector) > 0.3)]

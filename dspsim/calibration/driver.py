@@ -50,8 +50,8 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
     started, started_cpu = time.perf_counter(), time.process_time()
     report = progress or (lambda *args: None)
     measured_path = os.fspath(measured)
-    found = kernel_set(kernels)
-    rows = load_measurements(measured_path, found)
+    known_kernels = kernel_set(kernels)
+    rows = load_measurements(measured_path, known_kernels)
     model = ChipModel(chip, keys)
     if len(rows) < len(model.keys):
         raise MeasurementError(
@@ -59,7 +59,7 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
             f"{len(model.keys)} keys; a fit needs at least as many rows as keys (and "
             f"rows that differ in what bounds them)")
     lower, upper = log_bounds(model, bounds or {})
-    timer = CallTimer(rows, measured_path, found)
+    timer = CallTimer(rows, measured_path, known_kernels)
     before, tiles = timer.time(model.config,
                                progress=lambda done, total: report("timing the measured calls",
                                                                    done, total))
@@ -76,14 +76,16 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
     for rounds in range(1, MAX_ROUNDS + 1):
         previous = u
         u = local_fit(objective, u, lower, upper)
-        fixed, _ = objective.cycles(u, objective.tiles)
-        cycles, used = objective.cycles(u, None)
-        if cycles is None:
+        fixed = objective.cycles(u, objective.tiles)
+        searched = objective.cycles(u, None)
+        if searched is None:
             raise MeasurementError(f"{measured_path}: no values of {', '.join(keys)} within "
                                    f"the bounds run every row; check the bounds")
+        cycles, used = searched
         objective.remember(u, used, cycles)
         objective.tiles = used
-        agree = fixed is not None and np.sqrt(np.mean(np.log(cycles / fixed) ** 2)) < SETTLED
+        agree = (fixed is not None
+                 and np.sqrt(np.mean(np.log(cycles / fixed[0]) ** 2)) < SETTLED)
         if agree or (rounds > 1 and _small_move(objective, u - previous, cycles, names)):
             break
     else:
@@ -120,7 +122,10 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
             found.reasons[j] += ("; the fitted value is kept: the rows fit worse with the old "
                                  "one, so they bound the key from one side")
     if not all(written):
-        cycles, _ = objective.cycles(u, None)
+        searched = objective.cycles(u, None)
+        # the keys put back ran every row with the fixed tiles, so they do with searched ones
+        assert searched is not None, "the values put back no longer run every row"
+        cycles = searched[0]
 
     applied = model.applied(objective.values(u))
     fits = [KeyFit(key=k.key, original=k.original, whole=k.whole,
@@ -133,7 +138,7 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
                    reason=found.reasons[j], written=written[j])
             for j, k in enumerate(model.keys)]
     row_fits = [RowFit(row, reported_cycles(b), reported_cycles(a))
-                for row, b, a in zip(rows, before, cycles)]
+                for row, b, a in zip(rows, before, cycles, strict=True)]
     return Calibration(
         chip_path=model.path, chip_name=model.config.name, measured_path=measured_path,
         keys=fits, rows=row_fits, evaluations=objective.evaluations + 1,

@@ -50,6 +50,9 @@ ROUND_MOVE = 5e-3
 MAX_ROUNDS = 5
 
 Progress = Callable[[str, int, int], None]
+#: every row's cycles and the tile size each call used (None: private storage), or None
+#: where the chip cannot have the values evaluated
+Evaluation = tuple[np.ndarray, list[int | None]] | None
 
 
 class _Stop(Exception):
@@ -64,9 +67,9 @@ class Objective:
         self.model, self.timer = model, timer
         self.log_measured = np.log(measured)
         self.budget, self.progress = budget, progress
-        self.memo: dict[tuple, tuple[np.ndarray | None, list | None]] = {}
+        self.memo: dict[tuple, Evaluation] = {}
         self.evaluations = 0
-        self.tiles: list | None = None
+        self.tiles: list[int | None] | None = None
         self.best: tuple[float, np.ndarray] | None = None
         self.limited = False  # whether evaluations beyond the budget stop the fit
         #: how the last local fit ended: "converged", "budget" (out of evaluations) or
@@ -78,17 +81,17 @@ class Objective:
     def values(self, u: np.ndarray) -> np.ndarray:
         return self.model.originals * np.exp(u)
 
-    def key(self, u: np.ndarray, tiles: Sequence | None) -> tuple:
+    def key(self, u: np.ndarray, tiles: Sequence[int | None] | None) -> tuple:
         """What an evaluation depends on: the values as applied, and the tiles."""
         applied = self.model.applied(self.values(u))
         return tuple(applied.values()), None if tiles is None else tuple(tiles)
 
-    def remember(self, u: np.ndarray, tiles: Sequence, cycles: np.ndarray) -> None:
+    def remember(self, u: np.ndarray, tiles: Sequence[int | None], cycles: np.ndarray) -> None:
         """Record cycles timed with ``tiles`` at ``u``: the same as fixing those tiles."""
         self.memo[self.key(u, tiles)] = (cycles, list(tiles))
 
-    def cycles(self, u: np.ndarray, tiles: list | None) -> tuple[np.ndarray | None, list | None]:
-        """Cycles at ``u`` (None where the chip cannot have these values) and tiles used."""
+    def cycles(self, u: np.ndarray, tiles: list[int | None] | None) -> Evaluation:
+        """Cycles at ``u`` and tiles used (None where the chip cannot have these values)."""
         key = self.key(u, tiles)
         if key not in self.memo:
             if self.limited and self.evaluations >= self.budget:
@@ -98,7 +101,7 @@ class Objective:
                 config = self.model.config_for(self.values(u))
                 self.memo[key] = self.timer.time(config, tiles)
             except (ConfigError, MeasurementError):
-                self.memo[key] = (None, None)
+                self.memo[key] = None
             if self.progress:
                 self.progress("fitting", self.evaluations, self.budget)
         return self.memo[key]
@@ -106,10 +109,10 @@ class Objective:
     def try_residuals(self, u: np.ndarray) -> np.ndarray | None:
         """ln(predicted / measured) of every row at ``u`` with the current tiles; None
         where the chip cannot have these values."""
-        cycles, _ = self.cycles(u, self.tiles)
-        if cycles is None:
+        evaluated = self.cycles(u, self.tiles)
+        if evaluated is None:
             return None
-        r = np.log(cycles) - self.log_measured
+        r = np.log(evaluated[0]) - self.log_measured
         cost = float(r @ r)
         if self.best is None or cost < self.best[0]:
             self.best = (cost, np.array(u, dtype=float))
@@ -122,6 +125,7 @@ class Objective:
         last evaluations (one step and a Jacobian's worth): the fixed tiles it fits with
         are only right near the end, so polishing further buys nothing."""
         history = self.progress_of_round
+        assert self.best is not None, "a stall is checked after an evaluation that ran"
         history.append(self.best[0])
         window = len(self.model.keys) + 2
         if len(history) > window and history[-1] > (1 - STALL_GAIN) * history[-1 - window]:
@@ -247,7 +251,7 @@ def starting_point(objective: Objective, u0: np.ndarray, lower: np.ndarray,
                 u[j] = u0[j] + (end - u0[j]) * fraction
                 costs[u[j]] = _cost(objective, u)
                 tried.append(u)
-        best_each[j] = min(costs, key=costs.get)
+        best_each[j] = min(costs, key=costs.__getitem__)
     tried.append(best_each)
     return min(tried, key=lambda u: _cost(objective, u))
 

@@ -35,8 +35,9 @@ def format_number(value: float, whole: bool = False) -> str:
     return text
 
 
-def _scalar_node(root: yaml.Node, text: str, key: str, source: str) -> yaml.ScalarNode:
-    node = root
+def _scalar_node(root: yaml.Node | None, text: str, key: str,
+                 source: str) -> yaml.ScalarNode:
+    node = root  # None: an empty file, or a key path that leads nowhere
     for part in split_key(key):
         if isinstance(node, yaml.MappingNode):
             found = [v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part]

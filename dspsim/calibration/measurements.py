@@ -28,9 +28,11 @@ import csv
 import math
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from dspsim import kernels
+from dspsim.kernels.registry import STORAGE
 from dspsim.sim.chip.textfile import read_small_text
 from dspsim.sim.errors import ArgumentError
 
@@ -80,7 +82,8 @@ class Measurement:
 
     @property
     def storage(self) -> str:
-        return kernels.parse(self.operator).storage
+        # from the name alone: the row may name one of the user's own operators
+        return STORAGE[self.operator.rpartition("_")[2]]
 
     def describe(self) -> str:
         """``fp_relu_grad_s n=4096 mask=0xff`` for tables and messages."""
@@ -95,7 +98,7 @@ def _column_name(text: str) -> str:
     return ALIASES.get(name, name)
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str | os.PathLike) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise MeasurementError(f"measurement file {path!r} must be a path to a CSV file")
     return read_small_text(
@@ -104,7 +107,7 @@ def _read_text(path: str) -> str:
                   f"sample of the calls", error=MeasurementError, encoding="utf-8-sig")
 
 
-def _cells(path: str, text: str):
+def _cells(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, cells) of every line that is not blank or a comment."""
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -120,7 +123,7 @@ def _header(path: str, number: int, cells: list[str],
             parameters: tuple[str, ...] = PARAMETER_NAMES) -> list[str]:
     names = [_column_name(c) for c in cells]
     known = REQUIRED + OPTIONAL + parameters
-    for cell, name in zip(cells, names):
+    for cell, name in zip(cells, names, strict=True):
         if name not in known:
             hint = ("; separate the columns with commas" if any(s in cell for s in ";\t")
                     else "")
@@ -129,7 +132,7 @@ def _header(path: str, number: int, cells: list[str],
                 f"{', '.join(REQUIRED)} (required), {', '.join(OPTIONAL)} and the "
                 f"operator parameters {', '.join(parameters)}{hint}")
     seen = set()
-    for cell, name in zip(cells, names):
+    for cell, name in zip(cells, names, strict=True):
         if name in seen:
             raise MeasurementError(f"{path}: line {number}: column {cell!r} appears twice")
         seen.add(name)
@@ -184,7 +187,7 @@ def _operator(where: str, text: str, dtype: str | None, region: str | None,
 
 def _params(where: str, name: str, row: dict[str, str],
             found: kernels.KernelSet) -> tuple[tuple[str, float], ...]:
-    op = found.parse(name, any_dtype=True).operator
+    op = found.parse_known(name).operator
     allowed = {p.name for p in op.params}
     given: dict[str, float] = {}
 
@@ -220,13 +223,13 @@ def _measurement(path: str, number: int, row: dict[str, str],
     if dtype is not None and dtype not in kernels.DTYPES:
         raise MeasurementError(f"{where}: dtype {dtype!r} is not one of "
                                f"{', '.join(kernels.DTYPES)}")
-    region = (row.get("region") or "").lower() or None
-    region = REGION_ALIASES.get(region, region)
+    given_region = (row.get("region") or "").lower()
+    region = REGION_ALIASES.get(given_region, given_region) or None
     if region is not None and region not in REGIONS:
         raise MeasurementError(f"{where}: region {row['region']!r} is not one of "
                                f"{', '.join(REGIONS)}")
     name = _operator(where, row["operator"], dtype, region, found)
-    private = found.parse(name, any_dtype=True).storage == "private"
+    private = found.parse_known(name).storage == "private"
     if region is None:
         region = PRIVATE_REGION if private else "ddr"
     elif private != (region == PRIVATE_REGION):
@@ -278,8 +281,8 @@ def load_measurements(path: str | os.PathLike, kernels_spec=None) -> list[Measur
     if first is None:
         raise MeasurementError(f"{path}: empty; expected a header line "
                                f"({', '.join(REQUIRED)}, ...) and one row per measured call")
-    names = _header(path, *first, parameter_names(found))
-    rows = []
+    names = _header(path, *first, parameters=parameter_names(found))
+    rows: list[Measurement] = []
     for number, cells in lines:
         if len(cells) != len(names):
             raise MeasurementError(f"{path}: line {number}: {len(cells)} cells where the "
@@ -287,7 +290,7 @@ def load_measurements(path: str | os.PathLike, kernels_spec=None) -> list[Measur
         if len(rows) == MAX_ROWS:
             raise MeasurementError(f"{path}: more than {MAX_ROWS} rows; keep a representative "
                                    f"sample of the calls")
-        rows.append(_measurement(path, number, dict(zip(names, cells)), found))
+        rows.append(_measurement(path, number, dict(zip(names, cells, strict=True)), found))
     if not rows:
         raise MeasurementError(f"{path}: no measured rows under the header; add one row per "
                                f"call")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,13 +80,13 @@ class ChipModel:
     def originals(self) -> np.ndarray:
         return np.array([k.original for k in self.keys])
 
-    def applied(self, values: Sequence[float]) -> dict[str, float]:
+    def applied(self, values: Iterable[float]) -> dict[str, float]:
         """The values as they would be written: whole numbers rounded where the format
         takes only whole numbers, and moved to the nearest whole number the chip accepts
         where it takes only some (a lane width must be a multiple of every dtype's
         width), so that a fit never steps onto a chip that cannot exist for that reason."""
         out = {}
-        for fit_key, value in zip(self.keys, values):
+        for fit_key, value in zip(self.keys, values, strict=True):
             value = float(value)
             out[fit_key.key] = max(1, round(value)) if fit_key.whole else value
         if not any(k.whole for k in self.keys):
@@ -119,7 +119,7 @@ class ChipModel:
                     return trial
         return None
 
-    def config_for(self, values: Sequence[float]) -> ChipConfig:
+    def config_for(self, values: Iterable[float]) -> ChipConfig:
         """The validated chip with the keys at ``values``; ConfigError if it cannot exist."""
         changed = apply_overrides(self.raw, self.applied(values), self.path)
         return config_from_dict(changed, self.path)
@@ -183,7 +183,8 @@ class CallTimer:
         chip = Chip(config, kernels=self.kernels)
         cycles = np.empty(len(self.measurements))
         used: list[int | None] = []
-        for index, (row, bound) in enumerate(zip(self.measurements, self.bound_calls(config))):
+        bound_calls = self.bound_calls(config)
+        for index, (row, bound) in enumerate(zip(self.measurements, bound_calls, strict=True)):
             fixed = tiles[index] if tiles is not None else None
             try:
                 timing = self._prepare(chip, bound, fixed).timing

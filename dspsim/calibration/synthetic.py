@@ -41,7 +41,7 @@ def synthetic_measurements(chip: str | os.PathLike, calls: Iterable[Measurement]
     cycles, _ = CallTimer(calls, "<synthetic>").time(config)
     factors = np.exp(noise * np.random.default_rng(seed).standard_normal(len(calls)))
     return [replace(call, cycles=float(reported_cycles(c) if noise <= 0 else round(c * f, 1)))
-            for call, c, f in zip(calls, cycles, factors)]
+            for call, c, f in zip(calls, cycles, factors, strict=True)]
 
 
 def calls(operators: Sequence[str], lengths: Sequence[int],
@@ -62,7 +62,8 @@ def measurements_csv(rows: Iterable[Measurement], header: str = "") -> str:
         cells = dict(zip(COLUMNS, (r.operator, r.length,
                                    None if r.core_mask is None else f"{r.core_mask:#x}",
                                    r.region,
-                                   int(r.cycles) if float(r.cycles).is_integer() else r.cycles)))
+                                   int(r.cycles) if float(r.cycles).is_integer() else r.cycles),
+                         strict=True))
         table.append({**cells, **{p: dict(r.params).get(p) for p in params}})
     return csv_text(table, COLUMNS + tuple(params), comments=header)
 

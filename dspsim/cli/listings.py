@@ -52,7 +52,7 @@ def cmd_chips(args, out: Output) -> int:
                text_column("dtypes"), number_column("lanes"), number_column("L2/core"),
                number_column("DDR peak"), text_column("DMA"), text_column("--chip")]
     rows = []
-    for cfg, path, name in chips:
+    for cfg, _path, name in chips:
         share = cfg.ddr.bandwidth_gbps / cfg.ddr.peak_bandwidth_gbps
         rows.append([cfg.name, str(cfg.cores), f"{cfg.clock_mhz:g} MHz", ", ".join(cfg.dtypes),
                      f"{cfg.vector.lane_width_bits} bits", f"{cfg.l2.size_bytes >> 10:,} KiB",
@@ -81,7 +81,8 @@ def add_ops(sub) -> None:
 def _cost_on(cfg: ChipConfig, op: kernels.Operator) -> dict:
     dtypes = [d for d in cfg.dtypes if d in kernels.DTYPES and op.supports(d)]
     if not dtypes:
-        return {"dtypes": [], "error": f"{op.stem} is written for {', '.join(op.dtypes)}; "
+        written = ", ".join(op.dtypes) if op.dtypes is not None else "every dtype"
+        return {"dtypes": [], "error": f"{op.stem} is written for {written}; "
                 f"{cfg.name} supports {', '.join(cfg.dtypes)}"}
     try:
         cost = vector_cost(cfg, dtypes[0], op.mix)
@@ -147,7 +148,7 @@ def cmd_ops(args, out: Output) -> int:
                text_column("parameters")]
     columns += [number_column(f"{cfg.name} cycles/iter") for cfg in chips]
     rows = []
-    for op, entry in zip(found.values(), entries):
+    for op, entry in zip(found.values(), entries, strict=True):
         summary = (op.summary if op.stem not in found.origins
                    else f"{op.summary} (from {entry['declared_in']})")
         rows.append([op.stem, summary, _params_text(entry) or "-",

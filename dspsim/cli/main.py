@@ -164,6 +164,7 @@ def cmd_run(args, out: Output) -> int:
                             "speed_of_light": sol.to_dict(),
                             "uncertainty": band.to_dict() if band else None})
     if saved is not None:  # first: a refused save leaves no trace behind either
+        assert chip.description_yaml is not None, "a command's chip is read from a file"
         result.save(saved, chip_yaml=chip.description_yaml, force=args.force,
                     document=document)
     if trace_path is not None:

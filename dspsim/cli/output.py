@@ -24,7 +24,6 @@ import sys
 import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Union
 
 from rich import box
 from rich.console import Console
@@ -34,7 +33,7 @@ from rich.text import Text
 
 from dspsim.tables import csv_text, json_text
 
-Cell = Union[str, Text]
+Cell = str | Text
 
 
 @dataclass(frozen=True)
@@ -111,8 +110,9 @@ class Output:
         return self.console.width
 
     # ------------------------------------------------------------------ text
-    def line(self, *parts: Cell, style: str | None = None) -> None:
-        """Print ``parts`` side by side as one paragraph, literally."""
+    def line(self, *parts: Cell | tuple[str, str], style: str | None = None) -> None:
+        """Print ``parts`` side by side as one paragraph, literally; a ``(text, style)``
+        pair is styled text."""
         text = Text.assemble(*parts, style=style or "")
         self.console.print(text, highlight=False, markup=False, emoji=False)
 

@@ -1,6 +1,8 @@
 """``dspsim program FILE.yaml``: run a program file and print its report."""
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 
 import dspsim
@@ -32,7 +34,7 @@ def cores_text(cores) -> str:
 
 def program_parameters(pairs: list[str]) -> dict:
     """``NAME=VALUE`` pairs of ``--param`` as a dict of numbers."""
-    values = {}
+    values: dict[str, Any] = {}
     for pair in pairs:
         name, sep, text = pair.partition("=")
         if not sep or not name.strip():
@@ -153,7 +155,8 @@ def render_program(r: ProgramResult, out: Output, name: str = "program",
     """Print a program's report: headline, speed of light, calls, cores, bounds, critical
     path."""
     out.line(Text.assemble((name, "bold"), " on ", (r.chip, "bold"),
-                           f" ({r.clock_mhz:g} MHz): {len(r.calls)} call{'s' * (len(r.calls) != 1)} "
+                           f" ({r.clock_mhz:g} MHz): "
+                           f"{len(r.calls)} call{'s' * (len(r.calls) != 1)} "
                            f"on {len(r.streams)} stream{'s' * (len(r.streams) != 1)}, "
                            f"{r.fidelity} fidelity"))
     if sol is not None:

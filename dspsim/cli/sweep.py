@@ -205,11 +205,11 @@ def _plan_from_args(args) -> tuple[Plan, str, list[str]]:
             raise ArgumentError(f"{', '.join(given)} cannot be combined with --program; the "
                                 f"program file names its chip, lengths and masks: vary its "
                                 f"parameters with --vary NAME=V1,V2,...")
-        spec = ProgramSweepSpec(args.program, parse_vary(args.vary, parse_value),
-                                chip_sets(args.sets), numerics=not args.timing_only,
-                                fidelity=args.fidelity, kernels=tuple(args.kernels))
+        study = ProgramSweepSpec(args.program, parse_vary(args.vary, parse_value),
+                                 chip_sets(args.sets), numerics=not args.timing_only,
+                                 fidelity=args.fidelity, kernels=tuple(args.kernels))
         folder = default_program_out(args.program) if args.out is None else args.out
-        return plan_program(spec), folder, list(spec.chip_sets)
+        return plan_program(study), folder, list(study.chip_sets)
     if args.vary:
         raise ArgumentError("--vary varies a program file's parameters; give --program FILE "
                             "too, or vary a chip's numbers with --set KEY=V1,V2,...")

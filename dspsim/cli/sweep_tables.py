@@ -110,11 +110,11 @@ def render_sensitivity(found, out: Output, order: list[str] | None = None) -> No
                    number_column("length", key=True)]
     columns += [text_column("bound as given")] + [number_column(names[k]) for k in keys]
     rows = []
-    def order(item) -> tuple:
+    def row_order(item) -> tuple:
         chip, subject, detail = item[0]
         return (chip, subject, numeric_order(detail) if programs else detail)
 
-    for (chip, subject, detail), line in sorted(table.items(), key=order):
+    for (chip, subject, detail), line in sorted(table.items(), key=row_order):
         shown = (detail or "as in the file") if programs else f"{detail:,}"
         rows.append([chip, subject, shown, line["bound"]]
                     + [_fmt(line.get(k), "+.3f") for k in keys])

@@ -12,6 +12,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import ml_dtypes
@@ -38,6 +39,12 @@ class Init:
     high: float | None = None  # standard normal otherwise
     path: str | None = None  # npy: the file, relative paths from the program file
 
+    @property
+    def file(self) -> str:
+        """The ``.npy`` file of an "npy" init."""
+        assert self.path is not None, f"a {self.kind!r} init names no file"
+        return self.path
+
 
 @dataclass
 class Buffer:
@@ -54,6 +61,12 @@ class Buffer:
     @property
     def itemsize(self) -> int:
         return kernels.DTYPES[self.dtype].itemsize
+
+    @property
+    def placed(self) -> Span:
+        """The span :func:`place` gave this buffer (a program is only run once placed)."""
+        assert self.span is not None, f"buffer {self.name!r} has not been placed yet"
+        return self.span
 
 
 def parse_init(loader, node: Any, at: str) -> Init | None:
@@ -91,7 +104,7 @@ def parse_init(loader, node: Any, at: str) -> Init | None:
 
 def init_fits(loader, init: Init, dtype: str, at: str) -> bool:
     """Whether random bounds lie within ``dtype``'s range (else a problem at ``at``)."""
-    if init.kind != "random" or init.low is None:
+    if init.kind != "random" or init.low is None or init.high is None:
         return True
     limit = float(ml_dtypes.finfo(kernels.DTYPES[dtype].numpy).max)
     if max(abs(init.low), abs(init.high)) > limit:
@@ -113,14 +126,14 @@ def place(buffers: list[Buffer], config: ChipConfig, memory: Memory, where: dict
                                              alignment=buffer.itemsize)
             except DspSimError as exc:
                 problems.append(f"{where[buffer.name]}.address: {exc}")
-    placed = sorted((b for b in buffers if b.span is not None),
-                    key=lambda b: (b.span.region, b.span.core or 0, b.span.offset))
-    for a, b in zip(placed, placed[1:]):
-        if a.span.overlaps(b.span):
+    placed = sorted(((b, b.span) for b in buffers if b.span is not None),
+                    key=lambda pair: (pair[1].region, pair[1].core or 0, pair[1].offset))
+    for (a, a_span), (b, b_span) in pairwise(placed):
+        if a_span.overlaps(b_span):
             problems.append(
-                f"{where[b.name]}: buffer {b.name!r} [{b.span.address:#x}, "
-                f"{b.span.address + b.span.nbytes:#x}) overlaps buffer {a.name!r} "
-                f"[{a.span.address:#x}, {a.span.address + a.span.nbytes:#x}); move one of "
+                f"{where[b.name]}: buffer {b.name!r} [{b_span.address:#x}, "
+                f"{b_span.address + b_span.nbytes:#x}) overlaps buffer {a.name!r} "
+                f"[{a_span.address:#x}, {a_span.address + a_span.nbytes:#x}); move one of "
                 f"them or leave out its address to place it automatically")
     regions = {r.name: r for r in config.shared_regions}
     for buffer in buffers:
@@ -206,27 +219,30 @@ def buffer_cores(memory: Memory, buffer: Buffer) -> list[int | None]:
     """The cores whose memory a buffer names: every core for a core-local L2 address (each
     core sees its own L2 there, so whichever core a call runs on finds the data), else the
     one its span belongs to."""
-    if buffer.span.local:
+    if buffer.placed.local:
         return list(range(memory.config.cores))
-    return [buffer.span.core]
+    return [buffer.placed.core]
 
 
-def buffer_spans(memory: Memory, buffer: Buffer) -> list:
+def buffer_spans(memory: Memory, buffer: Buffer) -> list[Span]:
     """The spans a buffer's initial contents fill (see :func:`buffer_cores`)."""
-    if not buffer.span.local:
-        return [buffer.span]
-    return [dataclasses.replace(buffer.span, core=core) for core in buffer_cores(memory, buffer)]
+    span = buffer.placed
+    if not span.local:
+        return [span]
+    return [dataclasses.replace(span, core=core) for core in buffer_cores(memory, buffer)]
 
 
-def _fill_core(memory: Memory, buffer: Buffer, base: str, data, core) -> None:
-    init, span = buffer.init, buffer.span
+def _fill_core(memory: Memory, buffer: Buffer, base: str, data: np.ndarray | None,
+               core: int | None) -> None:
+    init, span = buffer.init, buffer.placed
+    assert init is not None, f"buffer {buffer.name!r} has no initial contents to fill"
     dtype = kernels.DTYPES[buffer.dtype].numpy
     if init.kind == "zeros":
         memory.zero(span.address, buffer.length, dtype, core=core)
         return
     if init.kind == "npy":
         if data is None:
-            data = load_npy(os.path.join(base, init.path), buffer)
+            data = load_npy(os.path.join(base, init.file), buffer)
         data = data.reshape(-1)
         for first in range(0, buffer.length, BLOCK_ELEMENTS):
             block = np.asarray(data[first:first + BLOCK_ELEMENTS]).astype(dtype)

@@ -24,6 +24,7 @@ all of them at once, before anything is placed in memory.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -94,9 +95,9 @@ class ProgramFile:
             # is stored, so that a bad one leaves memory as it was
             data = {}
             for buffer in initialised:
-                if buffer.init.kind == "npy":
+                if buffer.init is not None and buffer.init.kind == "npy":
                     try:
-                        data[buffer.name] = load_npy(os.path.join(base, buffer.init.path), buffer)
+                        data[buffer.name] = load_npy(os.path.join(base, buffer.init.file), buffer)
                     except ValueError as exc:
                         raise ProgramFileError(f"{self.path}: buffers.{buffer.name}.init.npy: "
                                                f"{exc}") from None
@@ -189,6 +190,7 @@ class _Loader:
                 else None)
         if chip is None:
             self.fail_if_any()
+        assert chip is not None, "a chip that could not be loaded leaves a problem"
         before = len(self.problems)
         buffers = self.buffers(raw["buffers"], chip) if raw.get("buffers") is not None else []
         streams = raw.get("streams")
@@ -215,10 +217,8 @@ class _Loader:
                 self.problem(f"parameters.{name}", "a parameter name is letters, digits and _")
             elif isinstance(value, bool) or not isinstance(value, (int, float)):
                 hint = ""
-                try:  # YAML 1.1 reads 1e300 (no dot) as text
-                    hint = f"; YAML reads it as text, write {float(value):e}"
-                except (TypeError, ValueError):
-                    pass
+                with contextlib.suppress(TypeError, ValueError):  # YAML 1.1 reads 1e300
+                    hint = f"; YAML reads it as text, write {float(value):e}"  # as text
                 self.problem(f"parameters.{name}", f"must be a number, got {value!r}{hint}")
             else:
                 params[name] = value
@@ -342,7 +342,7 @@ class _Loader:
         if init is not None and init.kind == "npy":
             base = os.path.dirname(os.path.abspath(self.path))
             try:
-                load_npy(os.path.join(base, init.path), buffer)
+                load_npy(os.path.join(base, init.file), buffer)
             except ValueError as exc:
                 self.problem(f"{at}.init.npy", str(exc))
         return buffer

@@ -43,6 +43,9 @@ from dspsim.sim.program.graph import (
 )
 from dspsim.sim.program.scheduler import plan_call, run_program
 
+#: one item of a stream as the dependency graph sees it
+GraphItem = CallItem | RecordItem | WaitItem
+
 #: what :meth:`Program.run` does about races
 RACE_POLICIES = ("error", "warn")
 
@@ -99,7 +102,7 @@ class Stream:
     def __init__(self, program: Program, name: str) -> None:
         self.program = program
         self.name = name
-        self.items: list[object] = []
+        self.items: list[EnqueuedCall | RecordItem | WaitItem] = []
 
     def __repr__(self) -> str:
         return f"Stream({self.name!r}, {len(self.items)} items)"
@@ -241,10 +244,7 @@ class Program:
                                 f"{', '.join(repr(r) for r in RACE_POLICIES)}")
         if not self.calls:
             raise ArgumentError(f"the program has no calls; {self.advice['no calls']}")
-        items = {c.index: CallItem(c.index, c.label, tuple(o.span for o in c.bound.inputs),
-                                   (c.bound.output.span,)) for c in self.calls}
-        streams = {s.name: [items[i.index] if isinstance(i, EnqueuedCall) else i
-                            for i in s.items] for s in self.streams}
+        items, streams = self._graph_items()
         graph = build_dependencies(streams)
         problems = find_races(list(items.values()), graph,
                               {c.index: c.stream.name for c in self.calls})
@@ -267,14 +267,21 @@ class Program:
         return build_result(self.chip.config, streams, [c.bound for c in self.calls], timing,
                             graph, warnings=problems)
 
+    def _graph_items(self) -> tuple[dict[int, CallItem], dict[str, list[GraphItem]]]:
+        """Every call as the dependency graph sees it (by index), and every stream's items
+        with its calls replaced by those."""
+        items = {c.index: CallItem(c.index, c.label, tuple(o.span for o in c.bound.inputs),
+                                   (c.bound.output.span,)) for c in self.calls}
+        streams: dict[str, list[GraphItem]] = {
+            s.name: [items[i.index] if isinstance(i, EnqueuedCall) else i for i in s.items]
+            for s in self.streams}
+        return items, streams
+
     def cycles_on(self, config: ChipConfig, *, fidelity: str = "fast") -> float:
         """The program's cycles on another description of its chip, timing only (every
         call's operands where they are): for uncertainty bands and what-ifs. Raises what
         the other chip cannot run."""
-        items = {c.index: CallItem(c.index, c.label, tuple(o.span for o in c.bound.inputs),
-                                   (c.bound.output.span,)) for c in self.calls}
-        streams = {s.name: [items[i.index] if isinstance(i, EnqueuedCall) else i
-                            for i in s.items] for s in self.streams}
+        items, streams = self._graph_items()
         graph = build_dependencies(streams)
         tilings: dict = {}
         planned = {c.index: plan_call(config, job_for(c.bound), fidelity, tilings)

@@ -6,14 +6,15 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from dspsim.binding import BoundCall
 from dspsim.result import RunResult, TimedInCycles
 from dspsim.seam import call_result
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.machine import ENGINES
-from dspsim.sim.program.graph import CallItem, Dependencies, RecordItem, WaitItem
+from dspsim.sim.engine.machine import ENGINES, Timing
+from dspsim.sim.program.graph import CallItem, Dependencies, Node, RecordItem, WaitItem
 from dspsim.sim.program.scheduler import ProgramTiming, ScheduledCall
 from dspsim.tables import to_jsonable
 from dspsim.traces.build import model_from_program
@@ -90,7 +91,7 @@ class ProgramResult(TimedInCycles):
         """Every figure as JSON data; each call's RunResult as its own ``to_dict()``."""
         data = to_jsonable(self)
         data["seconds"], data["microseconds"] = self.seconds, self.microseconds
-        for record, entry in zip(self.calls, data["calls"]):
+        for record, entry in zip(self.calls, data["calls"], strict=True):
             entry["result"] = record.result.to_dict()
             entry["cycles"] = record.cycles
         return data
@@ -167,7 +168,7 @@ def build_result(config: ChipConfig, streams: dict[str, list[CallItem | RecordIt
         streams=list(streams), calls=records,
         per_core=_per_core(records, timing.cycles),
         ddr=_ddr(records, timing, ddr_capacity, config.clock_mhz, config.ddr.name),
-        bounds=bounds, bound=max(bounds, key=bounds.get) if bounds else "none",
+        bounds=bounds, bound=max(bounds, key=bounds.__getitem__) if bounds else "none",
         critical_path=_critical_path(records), events=_events(streams, timing),
         scheduled_events=timing.scheduled_events,
         tiles=sum(r.result.tiles for r in records), warnings=all_warnings, timing=timing,
@@ -232,7 +233,8 @@ def _record(scheduled: ScheduledCall, result: RunResult) -> CallRecord:
         cores=tuple(scheduled.cores), core_mask=result.core_mask, enqueue_cycle=0,
         ready_cycle=scheduled.ready, start_cycle=scheduled.start, end_cycle=scheduled.end,
         waited_for=scheduled.waited_for, after_call=scheduled.after_call,
-        cores_held_by=scheduled.cores_held_by, transfer_timing=scheduled.transfer_timing, result=result)
+        cores_held_by=scheduled.cores_held_by, transfer_timing=scheduled.transfer_timing,
+        result=result)
 
 
 def _per_core(records: list[CallRecord], total: float) -> dict[int, dict[str, Any]]:
@@ -264,7 +266,7 @@ def _ddr(records: list[CallRecord], timing: ProgramTiming, capacity: float,
     windows = []
     if total > 0:
         edges = [total * k / DDR_WINDOWS for k in range(DDR_WINDOWS + 1)]
-        for lo, hi in zip(edges, edges[1:]):
+        for lo, hi in pairwise(edges):
             moved = _integral(timing.ddr_samples, lo, hi)
             rate = moved / (hi - lo)
             windows.append({"start_cycle": lo, "end_cycle": hi, "gbps": rate * gbps,
@@ -279,8 +281,8 @@ def _ddr(records: list[CallRecord], timing: ProgramTiming, capacity: float,
 def _integral(samples: list[tuple[float, float]], lo: float, hi: float) -> float:
     """The integral over [lo, hi) of the step function given by (cycle, value) samples."""
     area = 0.0
-    for (at, value), following in zip(samples, samples[1:] + [(math.inf, 0.0)]):
-        start, end = max(at, lo), min(following[0], hi)
+    for (at, value), (following, _) in pairwise([*samples, (math.inf, 0.0)]):
+        start, end = max(at, lo), min(following, hi)
         if end > start:
             area += value * (end - start)
     return area
@@ -289,7 +291,7 @@ def _integral(samples: list[tuple[float, float]], lo: float, hi: float) -> float
 def _bounds(config, records: list[CallRecord], graph: Dependencies,
             timing: ProgramTiming) -> dict[str, float]:
     """Lower bounds on the program's cycles, each from one resource or constraint alone."""
-    alone = {r.index: r.result.timing.roofline_cycles if r.result.length else 0.0
+    alone = {r.index: _timing(r.result).roofline_cycles if r.result.length else 0.0
              for r in records}
     bounds: dict[str, float] = {}
     for region in config.shared_regions:
@@ -303,12 +305,18 @@ def _bounds(config, records: list[CallRecord], graph: Dependencies,
         for core in record.cores:
             per_core[core] = per_core.get(core, 0.0) + alone[record.index]
     bounds["calls on the busiest core"] = max(per_core.values(), default=0.0)
-    finish: dict = {}
+    finish: dict[Node, float] = {}
     for node in graph.order:
         start = max((finish[dep] for dep, _ in graph.deps[node]), default=0.0)
         finish[node] = start + (alone[node[1]] if node[0] == "call" else 0.0)
     bounds["longest dependency chain"] = max(finish.values(), default=0.0)
     return bounds
+
+
+def _timing(result: RunResult) -> Timing:
+    """The model's record of one call of a program (a program's calls always keep it)."""
+    assert result.timing is not None, f"call of {result.operator} kept no timing"
+    return result.timing
 
 
 def _critical_path(records: list[CallRecord]) -> list[dict[str, Any]]:
@@ -317,7 +325,7 @@ def _critical_path(records: list[CallRecord]) -> list[dict[str, Any]]:
     if not records:
         return []
     by_index = {r.index: r for r in records}
-    record = max(records, key=lambda r: (r.end_cycle, r.index))
+    record: CallRecord | None = max(records, key=lambda r: (r.end_cycle, r.index))
     path, seen = [], set()
     while record is not None and record.index not in seen:
         seen.add(record.index)

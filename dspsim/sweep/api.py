@@ -26,9 +26,16 @@ class SweepRows(list):
         self.folder = folder
 
 
-def _as_list(name: str, values, kind) -> list | None:
+def _optional_list(name: str, values: object, kind: type | tuple[type, ...]) -> list | None:
+    """``values`` (one or several) as a checked list, or None if not given."""
+    return None if values is None else _as_list(name, values, kind)
+
+
+def _as_list(name: str, values: object, kind: type | tuple[type, ...]) -> list:
+    """``values`` (one or several) as a list, each checked to be a ``kind``; None as the
+    empty list (which the spec's checks refuse with a message of their own)."""
     if values is None:
-        return None
+        return []
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         values = [values]
     values = list(values)
@@ -96,8 +103,8 @@ def sweep(ops: str | Sequence[str] | None = None, chips: str | Sequence[str] | N
             operators=_as_list("ops", ops, str),
             chips=_as_list("chips", chips, str) or sorted(packaged_chips()),
             lengths=_as_list("lengths", lengths, int), dtypes=_as_list("dtypes", dtypes, str),
-            core_masks=_as_list("core_masks", core_masks, int),
-            core_counts=_as_list("cores", cores, int), params=dict(params or {}),
+            core_masks=_optional_list("core_masks", core_masks, int),
+            core_counts=_optional_list("cores", cores, int), params=dict(params or {}),
             numerics=not timing_only, seed=seed, fidelity=fidelity, chip_sets=chip_sets,
             kernels=own)
         if spec.core_masks and spec.core_counts:

@@ -43,7 +43,7 @@ def format_overrides(overrides: Iterable[tuple[str, float]]) -> str:
     return ",".join(f"{key}={value!r}" for key, value in overrides)
 
 
-def parse_overrides(text: str) -> tuple[tuple[str, float], ...]:
+def parse_overrides(text: str | None) -> tuple[tuple[str, float], ...]:
     """The inverse of :func:`format_overrides`."""
     pairs = []
     for part in (text or "").split(","):
@@ -171,7 +171,7 @@ def chip_variants(chip: ChipSpec, chip_sets: dict[str, list[float]],
         combinations = itertools.chain(combinations, dict.fromkeys(extra))
     for combination in combinations:
         # a key at the chip's own value is no change: leave it out of the label
-        overrides = tuple((k, v) for k, v in zip(keys, combination) if v != own[k])
+        overrides = tuple((k, v) for k, v in zip(keys, combination, strict=True) if v != own[k])
         if not overrides:
             continue
         try:

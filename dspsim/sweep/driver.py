@@ -28,7 +28,7 @@ from dspsim.sweep.plan import DEFAULT_FIDELITY, RunSpec, SweepSpec, plan
 from dspsim.sweep.program_study import ProgramRun, execute_program
 from dspsim.sweep.run import execute_call
 from dspsim.sweep.store import RowStore
-from dspsim.sweep.study import Plan
+from dspsim.sweep.study import Plan, Run
 from dspsim.sweep.whatif import numeric_order
 
 __all__ = ["SweepSpec", "SweepOutcome", "EXECUTORS", "plan", "run_sweep", "row_group",
@@ -140,7 +140,7 @@ def run_sweep(the_plan: Plan, store: RowStore, executor: Executor, *,
     planned_notes: list[str] = []
     for chunk in _chunks(the_plan.iter_runs(planned_notes), CHUNK):
         chunk_keys = {run.key for run in chunk}
-        bases = {}
+        bases: dict[str, Run] = {}
         for run in chunk:
             base = run.baseline()
             if base is not None:

@@ -2,8 +2,8 @@
 
 Rows are appended as whole lines (:func:`append_durably`), views are replaced atomically
 (:func:`dspsim.atomic.write_atomically`, failures as :class:`StoreError`), and a row log
-is read back with each line checked (:func:`read_rows`). Every failure of the file system is a :class:`StoreError` naming the
-file, never a traceback.
+is read back with each line checked (:func:`read_rows`). Every failure of the file system
+is a :class:`StoreError` naming the file, never a traceback.
 """
 from __future__ import annotations
 
@@ -139,7 +139,8 @@ def read_rows(path: str, schema: Schema = CALL_SCHEMA) -> tuple[list[dict[str, A
         raise StoreError(f"cannot read {path}: {os_problem(exc)}") from None
     intact = data.rfind(b"\n") + 1  # whatever follows the last newline is torn
     lines = data[:intact].split(b"\n")[:-1]
-    rows, offset = [], 0
+    rows: list[dict[str, Any]] = []
+    offset = 0
     for number, line in enumerate(lines, start=1):
         try:
             row = json.loads(line) if line.strip() else None

@@ -8,7 +8,7 @@ worker, local or remote, can rebuild the chip without access to the user's files
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from dspsim import kernels
@@ -124,7 +124,7 @@ def resolve_operator(name: str, dtype: str,
 def expand_operators(names: list[str],
                      found: kernels.KernelSet = kernels.LIBRARY) -> list[str]:
     """The names as given, with ``all`` standing for every operator of ``found``."""
-    expanded = []
+    expanded: list[str] = []
     for name in names:
         expanded.extend(found if name == "all" else [name])
     return list(dict.fromkeys(expanded))
@@ -135,7 +135,7 @@ def _operator_params(cname: str, given: dict[str, float],
                      ) -> tuple[tuple[str, float], ...]:
     """The call's parameters, checked as ``dspsim run`` checks them (finite, in range,
     representable in the call's dtype), so that a bad value stops the sweep before it runs."""
-    parsed = found.parse(cname)
+    parsed = found.parse_known(cname)
     values = []
     for param in parsed.operator.params:
         if param.name in given:
@@ -165,8 +165,10 @@ def masks_for(spec: SweepSpec, cores: int) -> tuple[list[int], str]:
 
 
 def _check_spec(spec: SweepSpec) -> None:
-    for label, values in (("--ops", spec.operators), ("--chips", spec.chips),
-                          ("--lengths", spec.lengths), ("--dtypes", spec.dtypes)):
+    given: tuple[tuple[str, Sequence[object]], ...] = (
+        ("--ops", spec.operators), ("--chips", spec.chips), ("--lengths", spec.lengths),
+        ("--dtypes", spec.dtypes))
+    for label, values in given:
         if not values:
             raise ArgumentError(f"{label} is empty; give at least one value")
     for length in spec.lengths:
@@ -184,9 +186,9 @@ def _check_spec(spec: SweepSpec) -> None:
     for dtype in spec.dtypes:
         if dtype not in kernels.DTYPES:
             raise ArgumentError(f"unknown dtype {dtype!r}; known: {', '.join(kernels.DTYPES)}")
-    for key, values in spec.chip_sets.items():
+    for key, set_values in spec.chip_sets.items():
         split_key(key)
-        if not values:
+        if not set_values:
             raise ArgumentError(f"--set {key}: give at least one value")
 
 
@@ -225,7 +227,8 @@ def plan(spec: SweepSpec) -> Plan:
         most_masks = max(most_masks, len(masks))
         baselines += 0 if BASELINE_MASK in masks else groups
     if not count:  # an upper bound: no variant can run what the chips as given cannot
-        as_given = [(chip, {}) for chip, _ in chips]
+        as_given: list[tuple[ChipSpec, dict[str, list[float]]]] = [
+            (chip, {}) for chip, _ in chips]
         raise ArgumentError("nothing to run: " + ("; ".join(
             _call_notes(spec, calls, as_given)) or "empty sweep"))
     sizes = [f"{len(dict.fromkeys(v)):,}" for v in spec.chip_sets.values()]
@@ -256,7 +259,8 @@ def _calls(spec: SweepSpec, found: kernels.KernelSet) -> list[Call]:
             params = _operator_params(cname, spec.params, found)
             used_params.update(k for k, _ in params)
             # only the files a run's operator needs travel with it
-            own = found.sources if found.parse(cname).operator.stem in found.origins else ()
+            own = (found.sources if found.parse_known(cname).operator.stem in found.origins
+                   else ())
             calls.append((cname, dtype, params, own))
     unused = sorted(set(spec.params) - used_params)
     if unused and calls:

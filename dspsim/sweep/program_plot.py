@@ -46,8 +46,8 @@ def plot_program_study(rows: list[Row], parameters: list[str], path: str) -> str
     lines: dict[tuple, list[Row]] = defaultdict(list)
     for row in rows:
         lines[tuple(row[f"param.{o}"] for o in others)].append(row)
-    shown = sorted(lines, key=lambda combo: numeric_order(
-        ",".join(f"{o}={shown_value(o, v)}" for o, v in zip(others, combo))))[:MAX_LINES]
+    shown = sorted(lines, key=lambda combo: numeric_order(",".join(
+        f"{o}={shown_value(o, v)}" for o, v in zip(others, combo, strict=True))))[:MAX_LINES]
     fig, (cycles_ax, ddr_ax) = plt.subplots(1, 2, figsize=(12.5, 4.8), layout="constrained")
     fig.suptitle(f"{head['program']} on {head['chip']} ({head['clock_mhz']:g} MHz, DDR "
                  f"{head['ddr_achievable_gbps']:.3g} GB/s achievable): against {first}"
@@ -58,11 +58,12 @@ def plot_program_study(rows: list[Row], parameters: list[str], path: str) -> str
         members = sorted(lines[combo], key=lambda r: position[r[f"param.{first}"]])
         x = [position[r[f"param.{first}"]] for r in members]
         color = line_color(plt, index)
-        label = ", ".join(f"{o}={shown_value(o, v)}" for o, v in zip(others, combo)) or "cycles"
+        label = ", ".join(f"{o}={shown_value(o, v)}"
+                          for o, v in zip(others, combo, strict=True)) or "cycles"
         cycles_ax.plot(x, [r["cycles"] for r in members], color=color, lw=1.6, label=label)
         cycles_ax.plot(x, [r["bound_cycles"] or 0 for r in members], color=color, lw=1.2,
                        ls="--")
-        for xi, row in zip(x, members):
+        for xi, row in zip(x, members, strict=True):
             cycles_ax.plot(xi, row["cycles"], marker=BOUND_MARKERS.get(row["bound"], "o"),
                            color=color, ms=8, mec="black", mew=0.6, ls="none")
             if row["bound"] not in bounds_seen:

@@ -166,7 +166,9 @@ def plan_program(spec: ProgramSweepSpec) -> Plan:
         raise ArgumentError(f"--vary {unknown[0]}: {unknown[0]!r} is not in the file's "
                             f"parameters ({known}) of {spec.program}")
     # the text the program's chip was read from (its source is a name for messages)
-    chip = ChipSpec.from_text(loaded.chip.description_yaml, loaded.chip.config.source)
+    text = loaded.chip.description_yaml
+    assert text is not None, "a program file's chip is always read from a file"
+    chip = ChipSpec.from_text(text, loaded.chip.config.source)
     own_values(chip, spec.chip_sets)  # a key the chip lacks fails here
     digest = _digest(loaded.text)
     sizes = [len(v) for v in spec.vary.values()]
@@ -186,7 +188,8 @@ def _program_runs(spec: ProgramSweepSpec, chip: ChipSpec, digest: str, own: tupl
     skipped = SkippedNotes(notes)
     for variant in chip_variants(chip, spec.chip_sets, skipped):
         for values in itertools.product(*spec.vary.values()):
-            yield ProgramRun(variant, spec.program, digest, tuple(zip(spec.vary, values)),
+            yield ProgramRun(variant, spec.program, digest,
+                             tuple(zip(spec.vary, values, strict=True)),
                              spec.numerics, spec.fidelity, *own)
     skipped.summary()
 

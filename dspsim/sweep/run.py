@@ -16,7 +16,7 @@ from dspsim.kernels.check import compare
 from dspsim.placement import c_arguments, place_operands
 from dspsim.result import RunResult
 from dspsim.seam import call_result, compute_into_destination, job_for
-from dspsim.sim.engine.machine import COMPUTE, LOAD, STORE, run_job
+from dspsim.sim.engine.machine import COMPUTE, LOAD, STORE, Timing, run_job
 from dspsim.sim.engine.machine import plan as machine_plan
 from dspsim.sim.errors import DspSimError
 from dspsim.sweep.plan import (
@@ -53,7 +53,7 @@ def _place_inputs(run: RunSpec, chip: Chip, cname, addresses) -> list[np.ndarray
         return None
     values = op.random_inputs(np.random.default_rng(run.seed), run.length)
     inputs = [values[name].astype(dtype) for name in op.inputs]
-    for operand, array in zip(op.inputs, inputs):
+    for operand, array in zip(op.inputs, inputs, strict=True):
         chip.write(addresses[operand], array)
     return inputs
 
@@ -73,6 +73,7 @@ def _simulate(run: RunSpec):
                            numerics=run.numerics, fidelity=run.fidelity)
     if not run.numerics:
         return result, None
+    assert inputs is not None, "numerics: the inputs were drawn and written"
     out = chip.read(addresses[op.output], run.length, cname.dtype.numpy)
     params = result.metadata["params"]
     with np.errstate(all="ignore"):
@@ -82,7 +83,7 @@ def _simulate(run: RunSpec):
 
 #: Timings this worker has simulated, by everything the fast model reads (see
 #: :func:`_timing_key`); bounded, since a long sweep rarely comes back to an old call.
-_TIMINGS: dict[tuple, object] = {}
+_TIMINGS: dict[tuple, Timing] = {}
 _MAX_TIMINGS = 512
 
 

@@ -42,7 +42,7 @@ def _panels(rows: list[Row], operators: list[str] | None = None
     panels: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
         panels[(row["operator"], row["dtype"])].append(row)
-    order = {name: i for i, name in enumerate(operators or [])}
+    order: dict[str | None, int] = {name: i for i, name in enumerate(operators or [])}
 
     def rank(key):
         operator = key[0]
@@ -117,7 +117,7 @@ def plot_speedup(rows: list[Row], path: str, operators: list[str] | None = None,
     lengths = sorted({r["length"] for r in rows})
     colors = {length: line_color(plt, i) for i, length in enumerate(lengths)}
     bounds_seen: list[str] = []
-    for ax, ((operator, dtype), panel) in zip(axes, panels.items()):
+    for ax, ((operator, dtype), panel) in zip(axes, panels.items(), strict=True):
         counts = sorted({r["cores"] for r in panel})
         highest, ceilings = 1.0, []
         for length, group in _by_length(panel).items():
@@ -161,7 +161,7 @@ def plot_bandwidth(rows: list[Row], path: str, operators: list[str] | None = Non
     fig, axes = figure_grid(plt, len(panels), f"{first['chip']}: achieved DDR bandwidth"
                         f"{title_note}\n{_chip_caption(first)}")
     lengths = sorted({r["length"] for r in rows})
-    for ax, ((operator, dtype), panel) in zip(axes, panels.items()):
+    for ax, ((operator, dtype), panel) in zip(axes, panels.items(), strict=True):
         counts = sorted({r["cores"] for r in panel})
         for length, group in _by_length(panel).items():
             points = list(_one_per_core_count(group).values())
@@ -194,7 +194,7 @@ def plot_time(rows: list[Row], path: str, operators: list[str] | None = None,
     fig, axes = figure_grid(plt, len(panels), f"{first['chip']}: call time against length"
                         f"{title_note}\n{_chip_caption(first)}")
     all_counts = sorted({r["cores"] for r in rows})
-    for ax, ((operator, dtype), panel) in zip(axes, panels.items()):
+    for ax, ((operator, dtype), panel) in zip(axes, panels.items(), strict=True):
         by_cores: dict[int, dict[int, Row]] = defaultdict(dict)
         for row in sorted(panel, key=lambda r: r["core_mask"]):
             by_cores[row["cores"]].setdefault(row["length"], row)

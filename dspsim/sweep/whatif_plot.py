@@ -36,7 +36,7 @@ def plot_whatif(points: list[WhatIfPoint], path: str, operators: list[str] | Non
     cmap = plt.get_cmap("tab10")
     values = sorted({p.value for p in points})
     bounds_seen: list[str] = []
-    for ax, length in zip(axes.flat, lengths):
+    for ax, length in zip(axes.flat, lengths, strict=True):
         by_operator: dict[str, list[WhatIfPoint]] = defaultdict(list)
         for point in points:
             if _panel(point) == length:

@@ -82,7 +82,7 @@ def chrome_from_model(model: TraceModel) -> dict[str, Any]:
             events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
                            "args": {"sort_index": rank}})
     spans = model.integer_spans()
-    for piece, (start, end) in zip(model.slices, spans):
+    for piece, (start, end) in zip(model.slices, spans, strict=True):
         track = model.tracks[piece.track]
         events.append({
             "name": piece.name, "cat": piece.category, "ph": "X", "ts": micro(start),
@@ -169,9 +169,16 @@ def model_from_chrome(data: Any, where: str = "trace") -> TraceModel:
         raise ArgumentError(f"{where}: {exc}; is this a trace dspsim wrote?") from None
 
 
+#: a Chrome process or thread id: a number, or text in traces of other tools
+Ident = int | str
+#: where a flow arrow ends: pid, tid, the time, and whether it binds to the enclosing slice
+FlowEnd = tuple[Ident, Ident, float, bool]
+
+
 def _read_events(events: list, metadata: dict) -> TraceModel:
-    processes: dict[Any, tuple[str, Any]] = {}  # pid -> (name, sort key)
-    threads: dict[tuple, tuple[str, Any]] = {}
+    # pid, or (pid, tid) -> (name, sort index); either may be missing
+    processes: dict[Ident, tuple[str | None, float | None]] = {}
+    threads: dict[tuple[Ident, Ident], tuple[str | None, float | None]] = {}
     for index, event in enumerate(events):
         if not isinstance(event, dict):
             raise ValueError(f"event {index} is not an object")
@@ -189,14 +196,18 @@ def _read_events(events: list, metadata: dict) -> TraceModel:
             processes[pid] = (processes.get(pid, (None, None))[0], rank)
         elif kind in ("thread_name", "thread_sort_index"):
             key = (pid, _ident(event.get("tid"), f"{what} tid"))
-            name, rank = threads.get(key, (None, None))
+            thread_name, thread_rank = threads.get(key, (None, None))
             if kind == "thread_name":
-                name = _text(args.get("name"), f"{what} name")
+                thread_name = _text(args.get("name"), f"{what} name")
             else:
-                rank = finite_number(args.get("sort_index"), f"{what} sort_index", -MAX_CYCLES)
-            threads[key] = (name, rank)
+                thread_rank = finite_number(args.get("sort_index"), f"{what} sort_index",
+                                            -MAX_CYCLES)
+            threads[key] = (thread_name, thread_rank)
 
-    raw_slices, raw_samples, flow_ends = [], [], {}
+    # (pid, tid), name, category, start, end, args
+    raw_slices: list[tuple[tuple[Ident, Ident], str, str, float, float, dict[str, Any]]] = []
+    raw_samples: list[tuple[Ident, str, str, float, float]] = []  # pid, track, unit, at, value
+    flow_ends: dict[Ident, dict[str, FlowEnd]] = {}
     for index, event in enumerate(events):
         phase = event.get("ph")
         what = f"event {index} ({phase!r:.10})"
@@ -226,41 +237,43 @@ def _read_events(events: list, metadata: dict) -> TraceModel:
             if not args:
                 raise ValueError(f"{what} is a counter event without a value (its args are "
                                  f"empty)")
-            for key, value in args.items():
-                value = finite_number(value, f"{what} {key}", -MAX_CYCLES)
-                track = name if len(args) == 1 else f"{name} {key}"
-                raw_samples.append((pid, track, key, at, value))
+            for unit, given in args.items():
+                value = finite_number(given, f"{what} {unit}", -MAX_CYCLES)
+                track = name if len(args) == 1 else f"{name} {unit}"
+                raw_samples.append((pid, track, unit, at, value))
         elif phase in ("s", "f"):
             flow_id = _ident(event.get("id"), f"{what} id")
-            where = (_ident(event.get("pid"), f"{what} pid"),
-                     _ident(event.get("tid"), f"{what} tid"),
-                     finite_number(event.get("ts"), f"{what} ts", 0, MAX_CYCLES / 1000) * 1000,
-                     event.get("bp") == "e")
+            where: FlowEnd = (
+                _ident(event.get("pid"), f"{what} pid"), _ident(event.get("tid"), f"{what} tid"),
+                finite_number(event.get("ts"), f"{what} ts", 0, MAX_CYCLES / 1000) * 1000,
+                event.get("bp") == "e")
             flow_ends.setdefault(flow_id, {})[phase] = where
 
     model = TraceModel(metadata=metadata)
 
-    def group_of(pid) -> str:
+    def group_of(pid: Ident) -> str:
         name = processes.get(pid, (None, None))[0]
         return name if name else f"process {pid}"
 
-    def process_rank(pid):
+    def process_rank(pid: Ident) -> tuple:
         rank = processes.get(pid, (None, None))[1]
         return (0, rank, _sort_key(pid)) if rank is not None else (1, 0, _sort_key(pid))
 
     thread_keys = sorted({key for key, *_ in raw_slices},
                          key=lambda k: (process_rank(k[0]), _thread_rank(threads, k)))
     pids = sorted({k[0] for k in thread_keys} | {s[0] for s in raw_samples}, key=process_rank)
-    track_of: dict[Any, int] = {}
+    track_of: dict[tuple[Ident, Ident], int] = {}  # (pid, tid) or (pid, counter name)
     for pid in pids:  # a process's threads, then its counters
-        for key in thread_keys:
-            if key[0] == pid:
-                name = threads.get(key, (None, None))[0] or f"thread {key[1]}"
-                ids = key if all(isinstance(i, int) for i in key) else None
-                track_of[key] = model.add_track(Track(group_of(pid), name, ids=ids))
-        for sample_pid, name, unit, _, _ in raw_samples:
-            if sample_pid == pid and (pid, name) not in track_of:
-                track_of[(pid, name)] = model.add_track(Track(group_of(pid), name, "counter", unit))
+        for thread in thread_keys:
+            if thread[0] == pid:
+                label = threads.get(thread, (None, None))[0] or f"thread {thread[1]}"
+                ids = ((thread[0], thread[1])
+                       if isinstance(thread[0], int) and isinstance(thread[1], int) else None)
+                track_of[thread] = model.add_track(Track(group_of(pid), label, ids=ids))
+        for sample_pid, track, unit, _, _ in raw_samples:
+            if sample_pid == pid and (pid, track) not in track_of:
+                track_of[(pid, track)] = model.add_track(
+                    Track(group_of(pid), track, "counter", unit))
     for key, name, category, start, end, args in raw_slices:
         model.slices.append(TrackSlice(track_of[key], name, category, start, end, args))
     for pid, name, _, at, value in sorted(raw_samples, key=lambda s: s[3]):
@@ -274,14 +287,15 @@ def _thread_rank(threads, key) -> tuple:
     return (0, rank, _sort_key(key[1])) if rank is not None else (1, 0, _sort_key(key[1]))
 
 
-def _bind_flows(model: TraceModel, track_of: dict, flow_ends: dict) -> list[Flow]:
+def _bind_flows(model: TraceModel, track_of: dict[tuple[Ident, Ident], int],
+                flow_ends: dict[Ident, dict[str, FlowEnd]]) -> list[Flow]:
     """Flow arrows bound to slices as Chrome binds them: ``s`` and ``f`` with ``bp: e`` to
     the innermost slice enclosing their time, other ``f`` to the next slice that starts."""
     by_track: dict[int, list[int]] = {}
     for index, piece in enumerate(model.slices):
         by_track.setdefault(piece.track, []).append(index)
 
-    def bind(pid, tid, at, enclosing):
+    def bind(pid: Ident, tid: Ident, at: float, enclosing: bool) -> int | None:
         candidates = by_track.get(track_of.get((pid, tid), -1), [])
         inside = [i for i in candidates if model.slices[i].start <= at <= model.slices[i].end]
         after = [i for i in candidates if model.slices[i].start >= at]

@@ -24,9 +24,9 @@ from dspsim.traces.model import TraceModel
 from dspsim.traces.perfetto_proto import is_protobuf, model_from_proto, proto_bytes
 from dspsim.traces.validate import validate_trace
 
-__all__ = ["PROTOBUF_SUFFIXES", "TRACE_FORMATS", "TraceFormat", "TraceModel", "check_target", "chrome_from_model",
-           "encode_trace", "load_trace", "read_model", "trace_bytes", "trace_format",
-           "trace_model", "validate_trace", "write_trace"]
+__all__ = ["PROTOBUF_SUFFIXES", "TRACE_FORMATS", "TraceFormat", "TraceModel", "check_target",
+           "chrome_from_model", "encode_trace", "load_trace", "read_model", "trace_bytes",
+           "trace_format", "trace_model", "validate_trace", "write_trace"]
 
 def trace_model(trace: TraceModel | dict[str, Any]) -> TraceModel:
     """``trace`` as a model: a model as is, a Chrome trace dict converted."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 #: The largest time, in cycles, a trace may hold: integers up to it are exact as floats.
@@ -108,14 +109,14 @@ class TraceModel:
         for indices in by_track.values():
             indices.sort(key=lambda i: (self.slices[i].start, -self.slices[i].end))
             ordered = [self.slices[i] for i in indices]
-            sequential = all(a.end <= b.start for a, b in zip(ordered, ordered[1:]))
+            sequential = all(a.end <= b.start for a, b in pairwise(ordered))
             if not sequential:
                 for i in indices:
                     spans[i] = (round(self.slices[i].start), round(self.slices[i].end))
                 continue
             busy = idle = 0.0
             cursor = 0.0
-            for i, piece in zip(indices, ordered):
+            for i, piece in zip(indices, ordered, strict=True):
                 idle += piece.start - cursor
                 start = round(busy) + round(idle)
                 busy += piece.end - piece.start

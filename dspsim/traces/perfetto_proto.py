@@ -150,7 +150,8 @@ def proto_bytes(model: TraceModel) -> bytes:
         event.name = piece.name
         if piece.category:
             event.categories.append(piece.category)
-        args = {"start_cycle": piece.start, "cycles": round(piece.end - piece.start, 6), **piece.args}
+        args = {"start_cycle": piece.start, "cycles": round(piece.end - piece.start, 6),
+                **piece.args}
         for key, value in args.items():
             annotation = event.debug_annotations.add()
             annotation.name = key

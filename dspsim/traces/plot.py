@@ -63,7 +63,7 @@ def _alike(a: dict, b: dict, tolerance: float) -> bool:
         other = b[thread]
         if len(slices) != len(other):
             return False
-        for (name, start, cycles), (name_b, start_b, cycles_b) in zip(slices, other):
+        for (_, start, cycles), (_, start_b, cycles_b) in zip(slices, other, strict=True):
             if abs(start - start_b) > tolerance or abs(cycles - cycles_b) > tolerance:
                 return False
     return True
@@ -169,7 +169,7 @@ def plot_trace(trace, path: str, ddr_peak_gbps: float | None = None,
         dense_rows += _draw_bars(gantt, index, row.bars, color, total)
     gantt.set_yticks(range(len(rows)))
     gantt.set_yticklabels([_label(row) for row in rows], fontsize=8)
-    for tick, row in zip(gantt.get_yticklabels(), rows):
+    for tick, row in zip(gantt.get_yticklabels(), rows, strict=True):
         if critical is not None and critical in row.cores:
             tick.set_fontweight("bold")
     gantt.set_ylim(len(rows) - 0.5, -0.5)
@@ -265,7 +265,8 @@ def busy_density(bars: list[tuple[float, float]], total: float, bins: int) -> np
 
 def _darker(color: str) -> tuple[float, float, float]:
     from matplotlib.colors import to_rgb  # noqa: PLC0415
-    return tuple(0.6 * c for c in to_rgb(color))
+    red, green, blue = to_rgb(color)
+    return (0.6 * red, 0.6 * green, 0.6 * blue)
 
 
 def _draw_bars(axes, index: int, bars: list[tuple[float, float]], color: str,

@@ -44,12 +44,13 @@ def vector_description(config: ChipConfig, cost: VectorCost,
     for instruction, count in mix.items():
         load = 0.0
         for issued, uses in vec.issued[instruction].items():
-            spec = vec.instructions[issued]
-            if spec.unit == bounding:
-                load += count * uses * spec.occupancy_cycles / vec.units[spec.unit]
+            unit, occupancy = vec.instructions[issued].occupancy
+            if unit == bounding:
+                load += count * uses * occupancy / vec.units[unit]
         per_instruction[instruction] = load
     # units as pairs: their order (the chip file's) survives formats that sort keys
-    return {"units": [[unit, count] for unit, count in vec.units.items()], "unit_cycles": dict(cost.unit_cycles),
+    return {"units": [[unit, count] for unit, count in vec.units.items()],
+            "unit_cycles": dict(cost.unit_cycles),
             "l2_cycles": cost.l2_cycles, "iteration_cycles": cost.iteration_cycles,
             "bounding_unit": bounding, "lanes": cost.lanes, "mix": dict(mix),
             "instruction_cycles": per_instruction,
@@ -101,7 +102,7 @@ class Step:
         return float(np.sum(widths[self.values > floor]))
 
     def samples(self) -> list[tuple[float, float]]:
-        return list(zip(self.times.tolist(), self.values.tolist()))
+        return list(zip(self.times.tolist(), self.values.tolist(), strict=True))
 
 
 def step_function(starts, ends, weights) -> Step:
@@ -208,14 +209,14 @@ def resource_usage(model: TraceModel) -> Usage:
         if engine:
             pools.setdefault(pool_of(engine, shared), []).append((start, piece.end, 1.0))
     for region, items in transfers.items():
-        usage.links[region] = step_function(*zip(*items))
+        usage.links[region] = step_function(*zip(*items, strict=True))
     for core, items in ports.items():
-        usage.ports[core] = step_function(*zip(*items))
+        usage.ports[core] = step_function(*zip(*items, strict=True))
     for pool, items in sorted(pools.items()):
-        usage.pools[pool] = step_function(*zip(*items))
+        usage.pools[pool] = step_function(*zip(*items, strict=True))
     for core, spans in computing.items():
-        usage.vector_busy[core] = step_function(*zip(*[(a, b, 1.0) for a, b in spans])).busy(
-            float("inf"))
+        steps = step_function(*zip(*[(a, b, 1.0) for a, b in spans], strict=True))
+        usage.vector_busy[core] = steps.busy(float("inf"))
     usage.resources = {**resources, "clock_mhz": clock}
     return usage
 
@@ -233,7 +234,8 @@ def _count(value: Any, what: str, low: int = 0) -> int:
 
 def _entries(value: Any, kind: type, what: str) -> Any:
     if not isinstance(value, kind):
-        raise ValueError(f"{what} is {value!r:.40}, not {'a list' if kind is list else 'an object'}")
+        expected = "a list" if kind is list else "an object"
+        raise ValueError(f"{what} is {value!r:.40}, not {expected}")
     return value
 
 

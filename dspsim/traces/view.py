@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -167,7 +168,7 @@ MAX_BUCKETS = 10_000
 def check_buckets(buckets, name: str = "buckets") -> None:
     """An ArgumentError unless ``buckets`` is a whole number from 1 to MAX_BUCKETS."""
     if isinstance(buckets, bool) or not isinstance(buckets, numbers.Integral) or not (
-            1 <= buckets <= MAX_BUCKETS):
+            1 <= int(buckets) <= MAX_BUCKETS):
         raise ArgumentError(f"{name} {buckets!r:.40} must be a whole number from 1 to "
                             f"{MAX_BUCKETS:,} (the slices of the DDR timeline)")
 
@@ -187,8 +188,8 @@ def summarize(trace: Trace, buckets: int = 20) -> TraceSummary:
     edges = [total * i / buckets for i in range(buckets + 1)]
     timeline = [float(g) for g in _ddr_averages(trace.ddr, edges[:-1], edges[1:])]
     achievable = float(meta["ddr_achievable_gbps"])
-    saturated = sum(min(nxt, total) - cycle for (cycle, rate), nxt in
-                    zip(trace.ddr, [c for c, _ in trace.ddr[1:]] + [total])
+    saturated = sum(min(nxt, total) - cycle
+                    for (cycle, rate), (nxt, _) in pairwise([*trace.ddr, (total, 0.0)])
                     if rate >= 0.99 * achievable and nxt > cycle)
     engines = sorted({e for c in cores for e in c.busy},
                      key=lambda e: ENGINE_ORDER.index(e) if e in ENGINE_ORDER else 99)

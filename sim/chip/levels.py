@@ -10,6 +10,7 @@ names a level: a chip with a third shared level (an MSMC or L3) needs only its f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 from dspsim.sim.chip.keys import ADDRESS_LIMIT, LEVEL_KEYS
@@ -119,7 +120,7 @@ def _check_windows(shared: list[RegionConfig], l2: L2Config, cores: int, source:
             raise ConfigError(f"{source}: {label}: ends at {base + size:#x}, past the 32-bit "
                               f"address space; lower its base address or its size")
     ordered = sorted(windows, key=lambda w: w[1])
-    for (la, ba, sa), (lb, bb, _) in zip(ordered, ordered[1:]):
+    for (la, ba, sa), (lb, bb, _) in pairwise(ordered):
         if ba + sa > bb:
             raise ConfigError(f"{source}: {la} [{ba:#x}, {ba + sa:#x}) overlaps {lb} starting "
                               f"at {bb:#x}; move one of them")

@@ -81,7 +81,7 @@ def _resolve_expansions(instructions: Mapping[str, Instruction],
                               f"never ends ({loop}); every expansion must come down to "
                               "instructions with a unit")
         spec = instructions[name]
-        if spec.issues:
+        if spec.expand is None:  # it issues on a unit itself
             counts: dict[str, int] = {name: 1}
         else:
             counts = {}
@@ -167,7 +167,8 @@ def _build_dma(raw: dict, source: str, regions: tuple[str, ...]) -> DmaConfig:
                              if pool_size is not None else
                              f"missing key: the {model.name} model groups cores in pools "
                              f"of this many"))
-    per_core = [key for key in ("engines_per_core", "engine_bandwidth_gbps") if dma[key] is not None]
+    per_core = [key for key in ("engines_per_core", "engine_bandwidth_gbps")
+                if dma[key] is not None]
     if dma["controllers"] is not None:
         if per_core:
             raise ConfigError(f"{source}: dma.{per_core[0]}: give either engines per core "

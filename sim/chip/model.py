@@ -29,6 +29,13 @@ class Instruction:
         """Whether the instruction occupies a unit itself (rather than expanding)."""
         return self.expand is None
 
+    @property
+    def occupancy(self) -> tuple[str, float]:
+        """The unit an issued instruction occupies, and for how many cycles."""
+        assert self.unit is not None and self.occupancy_cycles is not None, \
+            "an instruction that expands occupies no unit itself"
+        return self.unit, self.occupancy_cycles
+
 
 @dataclass(frozen=True)
 class VectorConfig:

@@ -8,10 +8,11 @@ count of zero) is refused by the same checks as a hand-edited file.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -60,7 +61,7 @@ def get_value(raw: Any, key: str, source: str = "chip") -> Any:
     return node
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """True for an int or float (not a bool), the only values an override may replace."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -132,14 +133,13 @@ def parse_values(text: str, key: str) -> list[float]:
         except yaml.YAMLError:
             value = None
         if isinstance(value, str):  # YAML 1.1 reads 1e300 (no dot) as text
-            try:
+            with contextlib.suppress(ValueError):
                 value = float(value)
-            except ValueError:
-                pass
-        if not is_number(value) or not math.isfinite(value):
-            raise ArgumentError(f"--set {key}: {item!r} is not a finite number; give "
-                                f"{key}=V1,V2,...")
-        values.append(value)
+        if is_number(value) and math.isfinite(value):
+            values.append(value)
+            continue
+        raise ArgumentError(f"--set {key}: {item!r} is not a finite number; give "
+                            f"{key}=V1,V2,...")
     return values
 
 

@@ -52,6 +52,12 @@ class AssumedRange:
     def has_range(self) -> bool:
         return self.low is not None
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """``(low, high)`` of a key that has a range."""
+        assert self.low is not None and self.high is not None, f"{self.key} has no range"
+        return self.low, self.high
+
 
 def _number(text: str) -> float:
     text = text.replace("_", "")
@@ -173,7 +179,7 @@ def assumed_ranges(raw: Any, text: str | None, source: str) -> list[AssumedRange
         if not entry.reason:
             raise ConfigError(f"{where}: {entry.key}: say why the range is what it is")
         if entry.has_range:
-            low, high = entry.low, entry.high
+            low, high = entry.bounds
             if not low <= float(value) <= high or low == high:
                 raise ConfigError(f"{where}: {entry.key} = {value:g} must lie within its range "
                                   f"{low:g}..{high:g}, and the range must not be empty")
@@ -187,7 +193,8 @@ def assumed_ranges(raw: Any, text: str | None, source: str) -> list[AssumedRange
 
 def range_end(entry: AssumedRange, end: str) -> float | int:
     """The ``"low"`` or ``"high"`` end of a range, as the key's type wants it."""
-    value = entry.low if end == "low" else entry.high
+    low, high = entry.bounds
+    value = low if end == "low" else high
     return int(value) if whole_number_key(entry.key) else value
 
 

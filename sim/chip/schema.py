@@ -33,6 +33,18 @@ class Field:
         self.schema = schema
         self.item = item
 
+    @property
+    def fields(self) -> Mapping[str, Field]:
+        """A section's named keys."""
+        assert self.schema is not None, f"a {self.kind} field has no named keys"
+        return self.schema
+
+    @property
+    def entry(self) -> Field:
+        """What each entry of a mapping or a list holds."""
+        assert self.item is not None, f"a {self.kind} field has no entries"
+        return self.item
+
 
 def type_name(value: Any) -> str:
     return type(value).__name__
@@ -48,11 +60,11 @@ def validate(node: Any, field: Field, path: str, source: str) -> Any:
     if kind == "section":
         if not isinstance(node, dict):
             raise fail(f"must be a mapping of keys, got {type_name(node)}")
-        unknown = sorted(set(node) - set(field.schema))
+        unknown = sorted(set(node) - set(field.fields))
         if unknown:
-            raise fail(f"unknown key {unknown[0]!r}; allowed keys: {', '.join(field.schema)}")
-        out = {}
-        for key, sub in field.schema.items():
+            raise fail(f"unknown key {unknown[0]!r}; allowed keys: {', '.join(field.fields)}")
+        out: dict[str, Any] = {}
+        for key, sub in field.fields.items():
             sub_path = f"{path}.{key}" if path else key
             if node.get(key) is None:
                 if key in node and not sub.optional:
@@ -66,11 +78,12 @@ def validate(node: Any, field: Field, path: str, source: str) -> Any:
     if kind == "mapping":
         if not isinstance(node, dict) or not node:
             raise fail(f"must be a non-empty mapping, got {node!r}")
-        return {str(k): validate(v, field.item, f"{path}.{k}", source) for k, v in node.items()}
+        return {str(k): validate(v, field.entry, f"{path}.{k}", source)
+                for k, v in node.items()}
     if kind == "list":
         if not isinstance(node, list) or not node:
             raise fail(f"must be a non-empty list, got {node!r}")
-        return [validate(v, field.item, f"{path}[{i}]", source) for i, v in enumerate(node)]
+        return [validate(v, field.entry, f"{path}[{i}]", source) for i, v in enumerate(node)]
     if kind == "str":
         if not isinstance(node, str) or not node:
             raise fail(f"must be a non-empty string, got {node!r}")
@@ -113,7 +126,7 @@ def field_kind(root: Field, parts: tuple[str, ...]) -> str | None:
         if field is None:
             return None
         if field.kind == "section":
-            field = field.schema.get(part)
+            field = field.fields.get(part)
         elif field.kind in ("mapping", "list"):
             field = field.item if field.kind == "mapping" or part.isdigit() else None
         else:

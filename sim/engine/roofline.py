@@ -38,7 +38,7 @@ def roofline_terms(config: ChipConfig, job: Job, cost: VectorCost,
     # core's with its own engines (behind its one L2 port), every core's of a pool that
     # cores share (behind the ports of its cores that have work).
     # The pools the chip's DMA model makes cores share: the busiest pool bounds the call.
-    elements = dict(zip(job.cores, part_elements))
+    elements = dict(zip(job.cores, part_elements, strict=True))
     pool_cycles = 0.0
     for pool in sharing_cores(config, job.cores):
         busy = [elements.get(core, 0) for core in pool if elements.get(core, 0)]

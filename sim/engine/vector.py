@@ -42,7 +42,7 @@ class VectorCost:
         loads and stores outrun the L2's bandwidth (the roofline's name for it)."""
         if self.l2_cycles > self.issue_cycles:
             return "L2 port"
-        return max(self.unit_cycles, key=self.unit_cycles.get)
+        return max(self.unit_cycles, key=self.unit_cycles.__getitem__)
 
     def iterations(self, elements: int) -> int:
         return math.ceil(elements / self.lanes)
@@ -72,8 +72,8 @@ def vector_cost(config: ChipConfig, dtype: str, mix: Mapping[str, int]) -> Vecto
     issued = vec.expand(mix)
     per_unit = {unit: 0.0 for unit in vec.units}
     for instruction, count in issued.items():
-        spec = vec.instructions[instruction]
-        per_unit[spec.unit] += count * spec.occupancy_cycles
+        unit, occupancy = vec.instructions[instruction].occupancy
+        per_unit[unit] += count * occupancy
     unit_cycles = {unit: load / vec.units[unit] for unit, load in per_unit.items()}
     vector_bytes = vec.lane_width_bits // 8
     l2_bytes = (issued.get("load", 0) + issued.get("store", 0)) * vector_bytes

@@ -10,8 +10,9 @@ touch overlapping memory, one of them writing (:class:`RaceError`).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from dspsim.sim.errors import ArgumentError
 from dspsim.sim.memory import Span
@@ -50,7 +51,7 @@ class WaitItem:
 
 
 #: a dependency of a call or record: ("call", index) or ("record", event name)
-Node = tuple[str, object]
+Node = tuple[Literal["call"], int] | tuple[Literal["record"], str]
 
 
 @dataclass
@@ -106,15 +107,16 @@ class HappensBefore:
 
     def __call__(self, first: int, second: int) -> bool:
         """Whether call ``first`` completes before call ``second`` starts."""
-        a, b = ("call", first), ("call", second)
+        a: Node = ("call", first)
+        b: Node = ("call", second)
         return self._clock[b][self._stream[a]] >= self._position[a]
 
-    def earliest(self, calls) -> dict[int, int]:
+    def earliest(self, calls: Iterable[int]) -> dict[int, int]:
         """For a set of calls, the first position each stream has among them: all that
         :meth:`any_before` needs to know of the set."""
         earliest: dict[int, int] = {}
         for index in calls:
-            node = ("call", index)
+            node: Node = ("call", index)
             stream, position = self._stream[node], self._position[node]
             if position < earliest.get(stream, position + 1):
                 earliest[stream] = position
@@ -131,7 +133,7 @@ class HappensBefore:
         return self(first, second) or self(second, first)
 
 
-def build_dependencies(streams: dict[str, Sequence[object]]) -> Dependencies:
+def build_dependencies(streams: Mapping[str, Sequence[object]]) -> Dependencies:
     """The dependency graph of ``streams`` (name -> items in order).
 
     Raises DeadlockError naming the streams for a wait on an event no stream records, an

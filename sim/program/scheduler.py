@@ -14,6 +14,7 @@ same timeline, same tiling, same datapath.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 from dataclasses import dataclass, field
 
@@ -190,7 +191,7 @@ class _Scheduler:
                 held.append((ready, index))
                 continue
             holder = max((self.core_last[c] for c in cores if c in self.core_last),
-                         key=lambda i: self.runs[i].end, default=None)
+                         key=self._end, default=None)
             for core in cores:
                 self.core_free[core] = False
             self.started[index] = (ready, holder)
@@ -198,7 +199,7 @@ class _Scheduler:
             self.runs[index] = CallRun(
                 self.timeline, self.config, plan.job, plan.cost, plan.tile_size,
                 record_slices=self.record_slices, fidelity=self.fidelity,
-                transfer_timing=self.models[index], then=lambda i=index: self._finished(i))
+                transfer_timing=self.models[index], then=functools.partial(self._finished, index))
         for entry in held:
             heapq.heappush(self.ready, entry)
 
@@ -213,6 +214,7 @@ class _Scheduler:
         run = self.runs[index]
         ready, holder = self.started[index]
         cause = self.last_dep[("call", index)]
+        after: int | None
         if run.start > ready and holder is not None:
             waited, after = "cores busy", holder
         elif cause is not None and ready > 0:
@@ -221,10 +223,16 @@ class _Scheduler:
             waited, after = "nothing", None
         return ScheduledCall(
             index=index, stream=self.graph.stream_of[("call", index)],
-            cores=self.planned[index].job.cores, ready=ready, start=run.start, end=run.end,
+            cores=self.planned[index].job.cores, ready=ready, start=run.start, end=self._end(index),
             waited_for=waited, after_call=after,
             cores_held_by=holder if waited == "cores busy" else None,
             timing=self._timing(index), transfer_timing=self.models[index])
+
+    def _end(self, index: int) -> float:
+        """The cycle at which a call that has finished ended."""
+        end = self.runs[index].end
+        assert end is not None, f"call {index} has not finished"
+        return end
 
     def _timing(self, index: int) -> Timing:
         timing = self.runs[index].timing()
@@ -247,7 +255,7 @@ def run_program(config: ChipConfig, planned: dict[int, PlannedCall], graph: Depe
     check_fidelity(fidelity)
     indices = sorted(planned)
     models = dict(zip(indices, program_transfer_timings(config, [planned[i] for i in indices],
-                                                  fidelity)))
+                                                  fidelity), strict=True))
     timeline = Timeline(config)
     scheduler = _Scheduler(timeline, config, planned, graph, models, fidelity, record_slices)
     scheduler.begin()
