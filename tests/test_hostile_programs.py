@@ -18,7 +18,8 @@ from dspsim.aclnn import ACLNN_ERR_PARAM_INVALID, ACLNN_SUCCESS
 from dspsim.calibration.determination import determination
 from dspsim.calibration.measurements import load_measurements
 from dspsim.chip import Chip
-from dspsim.programs.file import ProgramFileError, load_program
+from dspsim.programs.file import ProgramFileError
+from dspsim.programs.loader import load_program
 from dspsim.sim.errors import DspSimError
 
 PROGRAM = """\

@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from dspsim.programs.file import ProgramFileError, load_program
+from dspsim.programs.file import ProgramFileError
+from dspsim.programs.loader import load_program
 from dspsim.sim.errors import DspSimError
 from dspsim.traces.formats import validate_trace
 

@@ -7,7 +7,8 @@ import pytest
 from reference import l_relu
 from terminal import dspsim_cli
 
-from dspsim.programs.file import ProgramFileError, load_program
+from dspsim.programs.file import ProgramFileError
+from dspsim.programs.loader import load_program
 from dspsim.sim.errors import DspSimError
 
 LOCAL = """

@@ -10,7 +10,8 @@ from dspsim.atomic import check_target
 from dspsim.cli.args import add_kernels_option
 from dspsim.cli.output import Output, add_json_option, number_column, text_column
 from dspsim.cli.report import render_band, render_speed_of_light
-from dspsim.programs.file import load_program, parse_value
+from dspsim.programs.file import parse_value
+from dspsim.programs.loader import load_program
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.errors import ArgumentError

@@ -22,7 +22,7 @@ from typing import Any
 
 from dspsim import kernels
 from dspsim.kernels.loading import kernel_sources
-from dspsim.programs.file import load_program
+from dspsim.programs.loader import load_program
 from dspsim.programs.result import ProgramResult
 from dspsim.sim.engine.machine import FIDELITIES
 from dspsim.sim.errors import ArgumentError, DspSimError
