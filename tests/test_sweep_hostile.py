@@ -187,7 +187,9 @@ def test_ctrl_c_during_an_append_waits_for_both_files(tmp_path, monkeypatch):
     def interrupted_after_jsonl(path, data, sync):
         size = real(path, data, sync)
         if path.endswith(".jsonl"):
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C between the two appends
+            # Ctrl-C between the two appends, to this thread: a signal sent to the process
+            # may be taken by another of its threads (the test runner's) and handled late
+            signal.raise_signal(signal.SIGINT)
         return size
 
     monkeypatch.setattr("dspsim.sweep.store.append_whole", interrupted_after_jsonl)

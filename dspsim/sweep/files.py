@@ -123,6 +123,8 @@ def interrupts_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
         if caught and callable(previous):
             previous(*caught[0])  # Python's own handler raises KeyboardInterrupt here
+        elif caught and previous == signal.SIG_DFL:
+            signal.raise_signal(signal.SIGINT)  # what the deferred Ctrl-C would have done
 
 
 def read_rows(path: str, schema: Schema = CALL_SCHEMA) -> tuple[list[dict[str, Any]], int]:
