@@ -17,7 +17,8 @@ the period it repeats. The fill before and the drain after are simulated as usua
 Continuous quantities match to :data:`TOLERANCE` (relative to the period), so the cycles
 are those of the event-by-event simulation up to floating-point rounding. Only the fast
 fidelity's fluid flows use it, and only while the call is alone on its timeline (another
-call's events would be moved with it).
+call's events would be moved with it). What a snapshot reads is
+:mod:`dspsim.sim.engine.steady_state`'s.
 """
 from __future__ import annotations
 
@@ -27,17 +28,14 @@ from operator import itemgetter
 
 import numpy as np
 
-from dspsim.sim.engine.detailed import BurstDMA, LinkArbiter, _Burst, _BurstTransfer
-from dspsim.sim.engine.network import FlowTimer
-from dspsim.sim.engine.pipeline import _TileTransfer
+from dspsim.sim.engine.detailed import BurstDMA
+from dspsim.sim.engine.steady_state import TimelineState
 
 #: Continuous parts of two snapshots (times relative to the clock, bytes) that differ by
 #: less than this fraction of the period between them are equal.
 TOLERANCE = 1e-9
 #: Snapshots kept per discrete state: a period may span several tiles of the first core.
 HISTORY = 8
-#: The scale of a time: compared to the period between the two snapshots.
-_TIME = float("nan")
 #: Tiles left at the end of every pipeline for the drain, which is simulated.
 DRAIN_TILES = 1
 
@@ -57,17 +55,6 @@ class _Snapshot:
     activities: int
 
 
-def _kind(engine) -> tuple:
-    """What makes DMA engines interchangeable: their rate and the regions they reach."""
-    return (engine.rate, tuple(sorted(engine.regions)))
-
-
-def _stale(event) -> bool:
-    """Whether a pending event is a flow timer that rates have changed since."""
-    callbacks = event.callbacks
-    return bool(callbacks) and isinstance(callbacks[0], FlowTimer) and callbacks[0].stale
-
-
 class SteadyState:
     """Watches a call's pipelines and skips whole periods of their steady state.
 
@@ -80,9 +67,9 @@ class SteadyState:
         self.model = model
         self.pipelines = pipelines
         self.dma = dma  # the call's DMA model: fluid flows or bursts
-        self.network = getattr(dma, "network", None)
+        self.reader = TimelineState(model, pipelines, dma)
+        self.network = self.reader.network
         self.bursts = dma if isinstance(dma, BurstDMA) else None
-        self._index = {id(p): k for k, p in enumerate(pipelines)}
         self.alone = alone  # () -> whether the call is alone on its timeline
         self.env = model.env
         self.timeline = model.timeline
@@ -104,7 +91,7 @@ class SteadyState:
             return
         if pipeline.next_load + DRAIN_TILES >= len(pipeline.tiles):
             return  # too close to its end for a period to be worth skipping
-        key, continuous, scale = self._state()
+        key, continuous, scale = self.reader.state()
         snapshot = self._snapshot(continuous, scale)
         earlier = self.history.setdefault(key, [])
         for previous in reversed(earlier):
@@ -118,127 +105,6 @@ class SteadyState:
         earlier.append(snapshot)
         del earlier[:-HISTORY]
 
-    def _state(self) -> tuple[tuple, np.ndarray, np.ndarray]:
-        """The timeline's state relative to the clock: its discrete part (a key) and its
-        continuous part (times since or until events, bytes left) with their scales."""
-        now = self.env.now
-        key: list = []
-        values: list[float] = []
-        scales: list[float] = []
-        for pipeline in self.pipelines:
-            base = pipeline.next_compute
-            key.append((pipeline.free_inputs, pipeline.loaded, pipeline.free_outputs,
-                        pipeline.computed, pipeline.loading, pipeline.computing,
-                        pipeline.storing, pipeline.next_load - base, base - pipeline.next_store,
-                        pipeline.next_store == len(pipeline.tiles)))
-            if pipeline.computing:
-                values.append(now - pipeline.compute_started)
-                scales.append(_TIME)
-            for transfer in sorted(pipeline.in_flight,
-                                   key=lambda t: (t.thread, t.tile, t.started)):
-                key.append((transfer.thread, transfer.tile - base,
-                            _kind(transfer.engine) if transfer.engine is not None else None))
-                values.append(now - transfer.started)
-                scales.append(_TIME)
-            for move in pipeline.moves:
-                key.append((move.direction, move.waiting))
-                values.append(now - move.started)
-                scales.append(_TIME)
-        # pending events by what they will do; a stale flow timer does nothing
-        pending = sorted((self._describe(entry[3].callbacks[0]), entry[0] - now)
-                         for entry in self.env._queue if not _stale(entry[3]))
-        key.append(tuple(what for what, _ in pending))
-        values.extend(at for _, at in pending)
-        scales.extend([_TIME] * len(pending))
-        if self.network is not None:
-            for flow in sorted(self.network.flows, key=lambda f: (f.route, f.remaining)):
-                key.append(flow.route)
-                values += (flow.remaining, flow.rate)
-                scales += (max(flow.nbytes, 1.0), max(flow.rate, 1e-300))
-        if self.bursts is not None:
-            self._burst_state(now, key, values, scales)
-        for pool in self._pools():
-            # who waits for an engine, in order, and which kinds of engine are busy with
-            # what: engines alike are interchangeable, so a period may hand a core's
-            # transfers to another of them than the period before
-            engines = sorted((_kind(e), repr(getattr(e, "carrying", None)), e.free_at - now)
-                              for e in pool.engines if e.busy)
-            key.append((tuple(self._describe(waiter[-1]) for waiter in pool.waiting),
-                        tuple((kind, carrying) for kind, carrying, _ in engines)))
-            values.extend(free for _, _, free in engines)
-            scales.extend([_TIME] * len(engines))
-        return tuple(key), np.array(values), np.array(scales)
-
-    def _describe(self, what) -> tuple:
-        """What a pending callback or a burst-level object stands for, in terms that
-        repeat from period to period (tiles relative to their pipeline's next compute)."""
-        owner = getattr(what, "__self__", None)
-        if owner is None:
-            return (getattr(what, "__qualname__", type(what).__name__),)
-        name = what.__func__.__qualname__
-        if isinstance(owner, _Burst):
-            return (name, self._transfer(owner.transfer), owner.hop, owner.nbytes)
-        if isinstance(owner, _BurstTransfer):
-            return (name, self._transfer(owner))
-        if isinstance(owner, _TileTransfer):
-            return (name, self._tile_transfer(owner))
-        if id(owner) in self._index:
-            return (name, self._index[id(owner)])
-        return (name, type(owner).__name__)
-
-    def _tile_transfer(self, transfer: _TileTransfer) -> tuple:
-        pipeline = transfer.pipeline
-        return (self._index[id(pipeline)], transfer.thread, transfer.tile - pipeline.next_compute)
-
-    def _transfer(self, transfer: _BurstTransfer) -> tuple:
-        moved = getattr(transfer.then, "__self__", None)
-        if isinstance(moved, _TileTransfer):
-            return self._tile_transfer(moved)
-        return (id(transfer),)  # not a tile's: never equal from one period to the next
-
-    def _burst_transfers(self) -> list[_BurstTransfer]:
-        """Every burst train in progress: its bursts are queued at a link, crossing one
-        (a pending event), or it waits to issue or to end (a pending event)."""
-        found: dict[int, _BurstTransfer] = {}
-        for arbiter in self._arbiters():
-            for transfer in arbiter.queues:
-                found[id(transfer)] = transfer
-        for entry in self.env._queue:
-            owner = getattr(entry[3].callbacks[0], "__self__", None)
-            if isinstance(owner, _Burst):
-                owner = owner.transfer
-            if isinstance(owner, _BurstTransfer):
-                found[id(owner)] = owner
-        return list(found.values())
-
-    def _arbiters(self) -> list[LinkArbiter]:
-        bursts = self.bursts
-        return list(bursts.arbiters.values()) + list(bursts.ports.values())
-
-    def _burst_state(self, now: float, key: list, values: list, scales: list) -> None:
-        """The burst datapath's part of the state: each link's grant order and queues,
-        each burst train's progress and pacing (not when a link's busy period began,
-        which only the DDR counter reads)."""
-        for arbiter in self._arbiters():
-            key.append((arbiter.busy, tuple(
-                (self._transfer(t), tuple((b.hop, b.nbytes) for b in arbiter.queues[t]))
-                for t in arbiter.waiting)))
-        trains = sorted(((self._transfer(t), t) for t in self._burst_transfers()),
-                        key=lambda pair: pair[0])
-        for described, train in trains:
-            key.append((described, train.left, train.to_issue, train.in_flight, train.pacing))
-            values += (train.next_issue - now, train.earliest_end - now)
-            scales += (_TIME, _TIME)
-
-    def _pools(self) -> list:
-        seen: dict[int, object] = {}
-        for pool in self.timeline.pools.values():
-            seen.setdefault(id(pool), pool)
-        return list(seen.values())
-
-    def _links(self) -> list:
-        return list(self.timeline.links.values()) + list(self.timeline.l2_ports.values())
-
     def _snapshot(self, continuous: np.ndarray, scale: np.ndarray) -> _Snapshot:
         model = self.model
         log = model.log
@@ -247,16 +113,17 @@ class SteadyState:
             computed=[p.next_compute for p in self.pipelines],
             busy=[dict(p.group.busy) for p in self.pipelines],
             bytes_read=dict(model.bytes_read), bytes_written=dict(model.bytes_written),
-            link_bytes=[link.bytes_moved for link in self._links()],
+            link_bytes=[link.bytes_moved for link in self.reader.links()],
             activities=len(log.activities) if log is not None else 0)
 
     # ------------------------------------------------------------------ the skip
     def _periods_ahead(self, previous: _Snapshot, current: _Snapshot) -> tuple[int, list[int]]:
         """How many whole periods can be skipped, and each pipeline's tiles per period."""
-        advances = [now - then for now, then in zip(current.computed, previous.computed)]
+        advances = [now - then
+                    for now, then in zip(current.computed, previous.computed, strict=True)]
         periods = None
         for pipeline, advance, run_ends, then in zip(self.pipelines, advances, self._run_ends,
-                                                    previous.computed):
+                                                    previous.computed, strict=True):
             if pipeline.next_store == len(pipeline.tiles):
                 if advance:
                     return 0, advances
@@ -287,19 +154,19 @@ class SteadyState:
         if self.network is not None:
             self.network._last_update += shift
         if self.bursts is not None:
-            for train in self._burst_transfers():
+            for train in self.reader.burst_transfers():
                 train.next_issue += shift
                 train.earliest_end += shift
-            for arbiter in self._arbiters():
+            for arbiter in self.reader.arbiters():
                 # a link busy all through the repeated period stays busy through the
                 # skipped ones: its busy period began when it began
                 if arbiter.busy and arbiter.busy_since >= previous.now:
                     arbiter.busy_since += shift
             self._repeat_busy_periods(previous.now, current.now, periods)
-        for pool in self._pools():
+        for pool in self.reader.pools():
             for engine in pool.engines:
                 engine.free_at += shift
-        for pipeline, advance in zip(self.pipelines, advances):
+        for pipeline, advance in zip(self.pipelines, advances, strict=True):
             tiles = periods * advance
             pipeline.next_load += tiles
             pipeline.next_compute += tiles
@@ -313,7 +180,8 @@ class SteadyState:
             for move in pipeline.moves:
                 move.started += shift
         # what the skipped periods did, from the period they repeat
-        for pipeline, before, after in zip(self.pipelines, previous.busy, current.busy):
+        for pipeline, before, after in zip(self.pipelines, previous.busy, current.busy,
+                                           strict=True):
             for engine, busy in after.items():
                 pipeline.group.busy[engine] += periods * (busy - before[engine])
         for ledger, before, after in ((model.bytes_read, previous.bytes_read,
@@ -322,7 +190,8 @@ class SteadyState:
                                        current.bytes_written)):
             for region in ledger:
                 ledger[region] += periods * (after[region] - before[region])
-        for link, before, after in zip(self._links(), previous.link_bytes, current.link_bytes):
+        for link, before, after in zip(self.reader.links(), previous.link_bytes,
+                                       current.link_bytes, strict=True):
             link.bytes_moved += periods * (after - before)
         self._repeat_ddr_samples(previous.now, current.now, periods)
         if model.log is not None:
@@ -339,9 +208,8 @@ class SteadyState:
         last = bisect_left(samples, end, lo=first, key=itemgetter(0))
         period = end - start
         steps = samples[first:last]
-        if first == len(samples) or samples[first][0] > start:
-            if first:  # the value in force at ``start`` began earlier
-                steps.insert(0, (start, samples[first - 1][1]))
+        if first and (first == len(samples) or samples[first][0] > start):
+            steps.insert(0, (start, samples[first - 1][1]))  # in force since earlier
         later = samples[last:]  # recorded at ``end`` itself: after the skipped periods
         del samples[last:]
         shift = periods * period
@@ -371,4 +239,5 @@ class SteadyState:
         """Record the slices of the skipped periods: those of the repeated one, each
         ``period`` later and its pipeline's tiles per period further."""
         self.model.log.repeat(first, last, period, periods,
-                              {id(p.group): a for p, a in zip(self.pipelines, advances)})
+                              {id(p.group): a for p, a in zip(self.pipelines, advances,
+                                                              strict=True)})
