@@ -22,6 +22,8 @@ call's events would be moved with it). What a snapshot reads is
 """
 from __future__ import annotations
 
+import heapq
+import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from operator import itemgetter
@@ -36,6 +38,12 @@ from dspsim.sim.engine.steady_state import TimelineState
 TOLERANCE = 1e-9
 #: Snapshots kept per discrete state: a period may span several tiles of the first core.
 HISTORY = 8
+#: A state may repeat but for phases that slide by at most this fraction of the period
+#: per period (cores whose own periods differ slightly, sharing nothing that binds)...
+DRIFT_LIMIT = 1e-3
+#: ... and is then advanced by periods over which no two pending instants that slide
+#: against each other change order, nor slide apart by more than this fraction of it.
+DRIFT_SPAN = 1e-2
 #: Tiles left at the end of every pipeline for the drain, which is simulated.
 DRAIN_TILES = 1
 
@@ -94,16 +102,51 @@ class SteadyState:
         key, continuous, scale = self.reader.state()
         snapshot = self._snapshot(continuous, scale)
         earlier = self.history.setdefault(key, [])
-        for previous in reversed(earlier):
-            period = snapshot.now - previous.now
-            if period > 0 and np.all(np.abs(continuous - previous.continuous) <= TOLERANCE
-                                     * np.where(np.isnan(scale), period, scale)):
-                if self._advance(previous, snapshot):
-                    self.history.clear()
-                    return
-                break
+        if self._repeats(snapshot, earlier):
+            self.history.clear()
+            return
         earlier.append(snapshot)
         del earlier[:-HISTORY]
+
+    def _repeats(self, snapshot: _Snapshot, earlier: list[_Snapshot]) -> bool:
+        """Skip periods if ``snapshot`` repeats one of ``earlier`` (same key), exactly or
+        with a steady drift of phase; whether it did."""
+        continuous, scale = snapshot.continuous, snapshot.scale
+        for index in range(len(earlier) - 1, -1, -1):
+            previous = earlier[index]
+            period = snapshot.now - previous.now
+            if period <= 0:
+                continue
+            scaled = TOLERANCE * np.where(np.isnan(scale), period, scale)
+            change = continuous - previous.continuous
+            if np.all(np.abs(change) <= scaled):
+                return self._advance(previous, snapshot)
+            drift = self._drift(earlier[:index], previous, snapshot, change, scaled)
+            if drift is not None:
+                return self._advance(previous, snapshot, drift)
+        return False
+
+    def _drift(self, before: list[_Snapshot], previous: _Snapshot, current: _Snapshot,
+               change: np.ndarray, scaled: np.ndarray) -> np.ndarray | None:
+        """The change per period of a state that repeats but for a steady slide of some
+        pipelines' phases against the others' (the same change over the period before, no
+        rate changing, each pipeline as many tiles further); None if it is not that."""
+        period = current.now - previous.now
+        scale = current.scale
+        times = np.isnan(scale)
+        if (np.any(np.abs(change[times]) > DRIFT_LIMIT * period)
+                or np.any(np.abs(change[~times]) > DRIFT_LIMIT * scale[~times])):
+            return None
+        advances = [a - b for a, b in zip(current.computed, previous.computed, strict=True)]
+        for older in reversed(before):
+            if abs(previous.now - older.now - period) > TOLERANCE * period:
+                continue
+            if ([a - b for a, b in zip(previous.computed, older.computed, strict=True)]
+                    == advances
+                    and np.all(np.abs(change - (previous.continuous - older.continuous))
+                               <= scaled)):
+                return change
+        return None
 
     def _snapshot(self, continuous: np.ndarray, scale: np.ndarray) -> _Snapshot:
         model = self.model
@@ -139,12 +182,19 @@ class SteadyState:
             periods = fits if periods is None else min(periods, fits)
         return max(0, periods or 0), advances
 
-    def _advance(self, previous: _Snapshot, current: _Snapshot) -> bool:
-        """Skip as many whole periods as fit; False if none does."""
+    def _advance(self, previous: _Snapshot, current: _Snapshot,
+                 drift: np.ndarray | None = None) -> bool:
+        """Skip as many whole periods as fit; False if none does. With ``drift`` (the
+        state's change per period), the sliding parts slide on as they did."""
         periods, advances = self._periods_ahead(previous, current)
+        period = current.now - previous.now
+        handles: list = []
+        if drift is not None:
+            self.reader.state(handles)  # the same order as ``current``'s values
+            periods = min(periods, self._drift_periods(current.continuous, drift, handles,
+                                                       period))
         if periods < 1:
             return False
-        period = current.now - previous.now
         shift = periods * period
         env, model = self.env, self.model
         # the clock and every pending instant (a uniform shift keeps the heap a heap)
@@ -179,6 +229,8 @@ class SteadyState:
                 transfer.tile += tiles
             for move in pipeline.moves:
                 move.started += shift
+        if drift is not None:
+            self._slide(periods * drift, handles)
         # what the skipped periods did, from the period they repeat
         for pipeline, before, after in zip(self.pipelines, previous.busy, current.busy,
                                            strict=True):
@@ -200,6 +252,51 @@ class SteadyState:
         self.skipped_periods += periods
         self.skipped_cycles += shift
         return True
+
+    @staticmethod
+    def _drift_periods(values: np.ndarray, drift: np.ndarray, handles: list,
+                       period: float) -> int:
+        """How many periods a drifting state may be advanced by: no two pending instants
+        that slide against each other change order (what interacts would change), no
+        phase slides by more than :data:`DRIFT_SPAN` of the period, nothing slides past
+        the clock and no flow runs out of bytes."""
+        # every instant of the state, past or pending, relative to the clock
+        timed = np.array([h is not None and h.names[0] != "remaining" for h in handles])
+        sign = np.array([h.sign if h is not None else 0 for h in handles])
+        at, slide = (sign * values)[timed], (sign * drift)[timed]
+        limit = math.inf
+        if len(at):
+            spread = float(slide.max() - slide.min())
+            if spread > 0:
+                limit = DRIFT_SPAN * period / spread
+            gap = at[:, None] - at[None, :]
+            closing = slide[:, None] - slide[None, :]
+            meeting = gap * closing < 0
+            if np.any(meeting):
+                limit = min(limit, float(np.min(np.abs(gap[meeting] / closing[meeting]))))
+        # nothing slides past the clock, and no flow runs out of bytes
+        shrinking = np.array([h is not None for h in handles]) & (values >= 0) & (drift < 0)
+        if np.any(shrinking):
+            limit = min(limit, float(np.min(values[shrinking] / -drift[shrinking])))
+        return int(limit) if math.isfinite(limit) else 1 << 62
+
+    def _slide(self, change: np.ndarray, handles: list) -> None:
+        """Move each sliding part of the state by its share of ``change``."""
+        events: dict[int, float] = {}
+        for handle, delta in zip(handles, change, strict=True):
+            if handle is None or not delta:
+                continue
+            moved = handle.sign * float(delta)
+            if handle.owner is None:
+                events[handle.names[0]] = moved
+                continue
+            for name in handle.names:
+                setattr(handle.owner, name, getattr(handle.owner, name) + moved)
+        if events:
+            queue = self.env._queue
+            queue[:] = [(at + events.get(eid, 0.0), priority, eid, event)
+                        for at, priority, eid, event in queue]
+            heapq.heapify(queue)
 
     def _repeat_ddr_samples(self, start: float, end: float, periods: int) -> None:
         """Repeat the DDR counter's steps over [start, end) ``periods`` times from ``end``."""

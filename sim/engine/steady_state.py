@@ -9,6 +9,8 @@ since events, bytes left) with the scale each is compared at.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from dspsim.sim.engine.detailed import BurstDMA, LinkArbiter, _Burst, _BurstTransfer
@@ -17,6 +19,17 @@ from dspsim.sim.engine.pipeline import _TileTransfer
 
 #: The scale of a time: compared to the period between the two snapshots.
 TIME = float("nan")
+
+
+class Handle(NamedTuple):
+    """Where a continuous value of the state lives: ``owner``'s attributes ``names`` (the
+    first one read, all moved alike), or with no owner the pending event of id
+    ``names[0]``. The value grows by ``sign`` times what the attributes grow by: -1 for a
+    time since an instant, 1 for a time until one or for bytes left."""
+
+    owner: object
+    names: tuple
+    sign: int
 
 
 def _kind(engine) -> tuple:
@@ -42,13 +55,24 @@ class TimelineState:
         self.bursts = dma if isinstance(dma, BurstDMA) else None
         self._index = {id(p): k for k, p in enumerate(pipelines)}
 
-    def state(self) -> tuple[tuple, np.ndarray, np.ndarray]:
+    def state(self, handles: list | None = None) -> tuple[tuple, np.ndarray, np.ndarray]:
         """The timeline's state relative to the clock: its discrete part (a key) and its
-        continuous part (times since or until events, bytes left) with their scales."""
+        continuous part (times since or until events, bytes left) with their scales.
+
+        With ``handles``, it also says where each continuous value lives, in order: a
+        :class:`Handle` for a time or a flow's bytes left, None for a rate.
+        """
         now = self.env.now
         key: list = []
         values: list[float] = []
         scales: list[float] = []
+        where: list = handles if handles is not None else []
+
+        def time(value: float, handle: Handle) -> None:
+            values.append(value)
+            scales.append(TIME)
+            where.append(handle)
+
         for pipeline in self.pipelines:
             base = pipeline.next_compute
             key.append((pipeline.free_inputs, pipeline.loaded, pipeline.free_outputs,
@@ -56,41 +80,42 @@ class TimelineState:
                         pipeline.storing, pipeline.next_load - base, base - pipeline.next_store,
                         pipeline.next_store == len(pipeline.tiles)))
             if pipeline.computing:
-                values.append(now - pipeline.compute_started)
-                scales.append(TIME)
+                time(now - pipeline.compute_started, Handle(pipeline, ("compute_started",), -1))
             for transfer in sorted(pipeline.in_flight,
                                    key=lambda t: (t.thread, t.tile, t.started)):
                 key.append((transfer.thread, transfer.tile - base,
                             _kind(transfer.engine) if transfer.engine is not None else None))
-                values.append(now - transfer.started)
-                scales.append(TIME)
+                moved = ("started", "granted") if transfer.engine is not None else ("started",)
+                time(now - transfer.started, Handle(transfer, moved, -1))
             for move in pipeline.moves:
                 key.append((move.direction, move.waiting))
-                values.append(now - move.started)
-                scales.append(TIME)
+                time(now - move.started, Handle(move, ("started",), -1))
         # pending events by what they will do; a stale flow timer does nothing
-        pending = sorted((self.describe(entry[3].callbacks[0]), entry[0] - now)
+        pending = sorted((self.describe(entry[3].callbacks[0]), entry[0] - now, entry[2])
                          for entry in self.env._queue if not _stale(entry[3]))
-        key.append(tuple(what for what, _ in pending))
-        values.extend(at for _, at in pending)
-        scales.extend([TIME] * len(pending))
+        key.append(tuple(what for what, _, _ in pending))
+        for _, at, eid in pending:
+            time(at, Handle(None, (eid,), 1))
         if self.network is not None:
             for flow in sorted(self.network.flows, key=lambda f: (f.route, f.remaining)):
                 key.append(flow.route)
                 values += (flow.remaining, flow.rate)
                 scales += (max(flow.nbytes, 1.0), max(flow.rate, 1e-300))
+                # bytes left drift with their flow's phase; a rate must repeat
+                where += (Handle(flow, ("remaining",), 1), None)
         if self.bursts is not None:
-            self.burst_state(now, key, values, scales)
+            self.burst_state(now, key, values, scales, where)
         for pool in self.pools():
             # who waits for an engine, in order, and which kinds of engine are busy with
             # what: engines alike are interchangeable, so a period may hand a core's
             # transfers to another of them than the period before
-            engines = sorted((_kind(e), repr(getattr(e, "carrying", None)), e.free_at - now)
-                              for e in pool.engines if e.busy)
+            engines = sorted(((_kind(e), repr(getattr(e, "carrying", None)), e.free_at - now, k)
+                              for k, e in enumerate(pool.engines) if e.busy),
+                             key=lambda entry: entry[:3])
             key.append((tuple(self.describe(waiter[-1]) for waiter in pool.waiting),
-                        tuple((kind, carrying) for kind, carrying, _ in engines)))
-            values.extend(free for _, _, free in engines)
-            scales.extend([TIME] * len(engines))
+                        tuple((kind, carrying) for kind, carrying, _, _ in engines)))
+            for _, _, free, k in engines:
+                time(free, Handle(pool.engines[k], ("free_at",), 1))
         return tuple(key), np.array(values), np.array(scales)
 
     def describe(self, what) -> tuple:
@@ -139,7 +164,8 @@ class TimelineState:
         bursts = self.bursts
         return list(bursts.arbiters.values()) + list(bursts.ports.values())
 
-    def burst_state(self, now: float, key: list, values: list, scales: list) -> None:
+    def burst_state(self, now: float, key: list, values: list, scales: list,
+                    where: list) -> None:
         """The burst datapath's part of the state: each link's grant order and queues,
         each burst train's progress and pacing (not when a link's busy period began,
         which only the DDR counter reads)."""
@@ -153,6 +179,7 @@ class TimelineState:
             key.append((described, train.left, train.to_issue, train.in_flight, train.pacing))
             values += (train.next_issue - now, train.earliest_end - now)
             scales += (TIME, TIME)
+            where += (Handle(train, ("next_issue",), 1), Handle(train, ("earliest_end",), 1))
 
     def pools(self) -> list:
         seen: dict[int, object] = {}
