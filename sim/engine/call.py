@@ -15,6 +15,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import cast
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.cores import ENGINES, FIDELITIES, CoreTiming, Fidelity
@@ -73,7 +74,7 @@ class Timing:
     @property
     def bound(self) -> str:
         """The resource whose roofline term is largest."""
-        return max(self.roofline_terms, key=self.roofline_terms.get)
+        return max(self.roofline_terms, key=lambda term: self.roofline_terms[term])
 
 
 def check_fidelity(fidelity) -> str:
@@ -150,22 +151,25 @@ class CallRun:
     def timing(self) -> Timing:
         """The call's Timing, counted from its launch (once it has ended and the timeline
         has finished)."""
-        model, origin = self.model, self.model.origin
+        model, origin, end = self.model, self.model.origin, self.end
+        if end is None:
+            raise RuntimeError("a call's timing is known only once it has ended")
         for group in self.groups:
             for member in group.members:
                 member.busy = dict(group.busy)
         cores = [dataclasses.replace(c, finish=c.finish - origin if c.finish else 0.0)
                  for c in self.cores]
-        samples = window(self.timeline.ddr_samples, origin, self.end)
+        samples = window(self.timeline.ddr_samples, origin, end)
         if origin:
             samples = [(cycle - origin, rate) for cycle, rate in samples]
         return Timing(
-            cycles=self.end - origin, cores=cores, tile_elements=self.tile_size,
+            cycles=end - origin, cores=cores, tile_elements=self.tile_size,
             vector=self.cost, bytes_read=model.bytes_read, bytes_written=model.bytes_written,
             roofline_terms=roofline_terms(self.config, model.job, self.cost,
                                           [c.elements for c in cores]),
             slice_log=model.log, ddr_samples=samples, scheduled_events=self.events,
-            fidelity=self.fidelity, transfer_timing=self.transfer_timing, origin=origin,
+            fidelity=cast(Fidelity, self.fidelity),
+            transfer_timing=cast(TransferTiming, self.transfer_timing), origin=origin,
             solved_cycles=self.steady.skipped_cycles if self.steady is not None else 0.0)
 
 

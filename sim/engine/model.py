@@ -93,8 +93,8 @@ class CountingEnvironment(simpy.Environment):
 
     def call_later(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now: one heap entry, no Timeout."""
-        heappush(self._queue, (instant(self._now + delay), NORMAL, next(self._eid),
-                               _Wakeup(then)))
+        queue: list = self._queue  # SimPy's heap, which processes a _Wakeup like an event
+        heappush(queue, (instant(self._now + delay), NORMAL, next(self._eid), _Wakeup(then)))
 
 
 class PerCore(dict):

@@ -242,9 +242,9 @@ class SteadyState:
                                        current.bytes_written)):
             for region in ledger:
                 ledger[region] += periods * (after[region] - before[region])
-        for link, before, after in zip(self.reader.links(), previous.link_bytes,
-                                       current.link_bytes, strict=True):
-            link.bytes_moved += periods * (after - before)
+        for link, moved_then, moved_now in zip(self.reader.links(), previous.link_bytes,
+                                               current.link_bytes, strict=True):
+            link.bytes_moved += periods * (moved_now - moved_then)
         self._repeat_ddr_samples(previous.now, current.now, periods)
         if model.log is not None:
             self._repeat_activities(previous.activities, current.activities, period, periods,
@@ -325,6 +325,7 @@ class SteadyState:
 
     def _repeat_busy_periods(self, start: float, end: float, periods: int) -> None:
         """Repeat the DDR link's busy periods that ended within (start, end]."""
+        assert self.bursts is not None  # only the burst datapath records busy periods
         busy = self.bursts.ddr_busy
         stretch = busy[bisect_right(busy, start, key=itemgetter(1)):]
         period = end - start

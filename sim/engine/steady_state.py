@@ -9,7 +9,7 @@ since events, bytes left) with the scale each is compared at.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -148,12 +148,12 @@ class TimelineState:
     def burst_transfers(self) -> list[_BurstTransfer]:
         """Every burst train in progress: its bursts are queued at a link, crossing one
         (a pending event), or it waits to issue or to end (a pending event)."""
-        found: dict[int, _BurstTransfer] = {}
+        found: dict[int, Any] = {}  # burst trains by identity
         for arbiter in self.arbiters():
             for transfer in arbiter.queues:
                 found[id(transfer)] = transfer
         for entry in self.env._queue:
-            owner = getattr(entry[3].callbacks[0], "__self__", None)
+            owner: Any = getattr(entry[3].callbacks[0], "__self__", None)
             if isinstance(owner, _Burst):
                 owner = owner.transfer
             if isinstance(owner, _BurstTransfer):
@@ -162,6 +162,8 @@ class TimelineState:
 
     def arbiters(self) -> list[LinkArbiter]:
         bursts = self.bursts
+        if bursts is None:
+            return []
         return list(bursts.arbiters.values()) + list(bursts.ports.values())
 
     def burst_state(self, now: float, key: list, values: list, scales: list,

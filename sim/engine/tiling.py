@@ -79,9 +79,10 @@ class TilingChoice:
 
 #: the tiling of a call that has none (private storage, length 0): every key, no value, so
 #: that every call's JSON has one key set
-NO_TILING = {"policy": None, "tile_elements": None, "tiles_per_core": None, "tile_bytes": None,
-             "largest_fitting_elements": None, "reason": None, "candidates": [],
-             "not_simulated_lower_bounds": []}
+NO_TILING: dict[str, Any] = {
+    "policy": None, "tile_elements": None, "tiles_per_core": None, "tile_bytes": None,
+    "largest_fitting_elements": None, "reason": None, "candidates": [],
+    "not_simulated_lower_bounds": []}
 
 
 #: Simulated times closer than this are ties: results are reported in whole cycles.
@@ -135,7 +136,7 @@ def fixed_tile(config: ChipConfig, job: Job, lanes: int) -> tuple[int, str] | No
     largest = tile_elements(config, job, lanes)
     if job.tile_bytes is not None:
         nbytes, source = job.tile_bytes, "the call"
-    elif config.tiling.policy == "fixed":
+    elif config.tiling.policy == "fixed" and config.tiling.tile_bytes is not None:
         nbytes, source = config.tiling.tile_bytes, f"the chip's tiling section ({config.source})"
     else:
         return None

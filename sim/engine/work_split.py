@@ -35,7 +35,7 @@ def partition(length: int, cores: tuple[int, ...], lanes: int) -> list[tuple[int
         for i in range(last + 1, len(parts)):
             parts[i][1] = parts[i][2] = length
         parts[last][2] = length
-    return [tuple(p) for p in parts]
+    return [(p[0], p[1], p[2]) for p in parts]
 
 
 def balanced_tiles(start: int, stop: int, largest: int, lanes: int) -> list[tuple[int, int]]:
