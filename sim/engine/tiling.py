@@ -37,9 +37,9 @@ from dspsim.sim.engine.work_split import (
 from dspsim.sim.errors import CapacityError
 
 # the work split is read from here too: a call's tiling and how it cuts its work
-__all__ = ["MAX_TILES_PER_CORE", "NO_TILING", "STEP_GAIN", "TIE_CYCLES", "TilingChoice",
-           "balanced_tiles", "choose_tiling", "fixed_tile", "partition", "search_counts",
-           "tile_elements", "tile_for_count"]
+__all__ = ["MAX_TILES_PER_CORE", "NO_TILING", "TIE_CYCLES", "TilingChoice", "balanced_tiles",
+           "choose_tiling", "fixed_tile", "partition", "search_counts", "tile_elements",
+           "tile_for_count"]
 
 #: A tuned library cuts one core's part into at most this many tiles: beyond it the fill
 #: and drain are well under 0.1% of the call, and every tile costs simulation events.
@@ -87,19 +87,13 @@ NO_TILING: dict[str, Any] = {
 
 #: Simulated times closer than this are ties: results are reported in whole cycles.
 TIE_CYCLES = 0.5
-#: The walk takes a step only if it shortens the time by more than this fraction. Near
-#: the best count the curve is flat (candidates within 0.1% of each other at 2^20 and
-#: more), the model is no closer than that to the chip (fast within 1% of detailed), and
-#: each step towards more tiles doubles the events a candidate's simulation costs.
-STEP_GAIN = 1e-3
 
 
 def search_counts(timed: Callable[[int], float], fewest: int, most: int, start: int) -> None:
     """Walk the tile counts from ``start`` towards shorter simulated times.
 
-    Doubling or halving the count while either improves the time by more than
-    :data:`STEP_GAIN` (the estimate is close, not exact, and a narrow DMA pool makes the
-    curve lumpy), then the neighbours of the
+    Doubling or halving the count while either improves the time (the estimate is close,
+    not exact, and a narrow DMA pool makes the curve lumpy), then the neighbours of the
     best when it has few tiles, where one tile more or less still matters. ``timed``
     times a count (and remembers it): by simulating it, or by a lower bound when that
     bound already exceeds the fastest simulated time.
@@ -107,16 +101,13 @@ def search_counts(timed: Callable[[int], float], fewest: int, most: int, start: 
     def clamp(count: float) -> int:
         return min(most, max(fewest, int(round(count))))
 
-    def worth(count: int) -> float:  # the time a step must beat to be taken
-        return timed(count) * (1 - STEP_GAIN) - TIE_CYCLES
-
     current = clamp(start)
     timed(current)  # first: a fast time there lets the others be bounded instead of simulated
     if abs(timed(fewest) - timed(current)) <= TIE_CYCLES and current != fewest:
         return  # as fast with the largest tiles as where the estimate points: a flat curve
     while True:
         steps = {clamp(current / 2), clamp(current * 2)} - {current}
-        better = [c for c in steps if timed(c) < worth(current)]
+        better = [c for c in steps if timed(c) < timed(current) - TIE_CYCLES]
         if not better:
             break
         current = min(better, key=timed)
