@@ -6,25 +6,42 @@ counter. A :class:`Model` is one call on a timeline: its job, vector cost, byte 
 slice log. A plain call is a timeline of its own with one call on it; a program submits
 many calls to one timeline, so that they share its links and engines transfer by transfer.
 
-Both fidelities (:mod:`dspsim.sim.engine.pipeline`, :mod:`dspsim.sim.engine.detailed`) build on these.
+Both fidelities (:mod:`dspsim.sim.engine.pipeline`, :mod:`dspsim.sim.engine.detailed`) build
+on these; what cores are and the slices a call records are in
+:mod:`dspsim.sim.engine.cores` and :mod:`dspsim.sim.engine.slices`.
 """
 from __future__ import annotations
 
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from heapq import heappush
-from typing import Literal, NamedTuple, get_args
 
 import simpy
 from simpy.core import NORMAL
 
 from dspsim.sim.chip.load import ChipConfig
+from dspsim.sim.engine.cores import (
+    CALL_TRACK,
+    COMPUTE,
+    ENGINES,
+    FIDELITIES,
+    LOAD,
+    STORE,
+    CoreGroup,
+    CoreTiming,
+    Fidelity,
+)
 from dspsim.sim.engine.dma import engine_on, engine_pools
-from dspsim.sim.engine.job import Job, Operand
+from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.network import Link
+from dspsim.sim.engine.slices import Activity, Slice, SliceLog
 from dspsim.sim.engine.vector import VectorCost
+
+# the names other modules read from here: a call's shared vocabulary
+__all__ = ["CALL_TRACK", "COMPUTE", "ENGINES", "FIDELITIES", "INSTANT_BITS", "LOAD", "STORE",
+           "Activity", "CoreGroup", "CoreTiming", "CountingEnvironment", "Fidelity", "Model",
+           "PerCore", "Slice", "SliceLog", "Timeline", "instant"]
 
 #: Significant bits an instant keeps on the event queue (of a float's 53). Instants that
 #: are equal in exact arithmetic but reached by different sums of delays differ in their
@@ -39,16 +56,6 @@ def instant(when: float) -> float:
     """``when`` rounded to :data:`INSTANT_BITS` significant bits."""
     mantissa, exponent = math.frexp(when)
     return math.ldexp(round(mantissa * (1 << INSTANT_BITS)), exponent - INSTANT_BITS)
-
-
-#: Trace thread names of a core's engines, in display order.
-LOAD, COMPUTE, STORE = "dma-in", "vector", "dma-out"
-ENGINES = (LOAD, COMPUTE, STORE)
-#: The pseudo-core that holds call-level slices (launch, barrier).
-CALL_TRACK = -1
-#: The model fidelities ``run_job`` accepts; the first is the default.
-Fidelity = Literal["fast", "detailed"]
-FIDELITIES: tuple[Fidelity, ...] = get_args(Fidelity)
 
 
 class _Wakeup:
@@ -86,177 +93,8 @@ class CountingEnvironment(simpy.Environment):
 
     def call_later(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now: one heap entry, no Timeout."""
-        heappush(self._queue, (instant(self._now + delay), NORMAL, next(self._eid),
-                               _Wakeup(then)))
-
-
-@dataclass(frozen=True)
-class Slice:
-    """One activity of one engine: a tile transfer or a tile's vector work."""
-
-    core: int  # CALL_TRACK for call-level slices
-    engine: str
-    name: str
-    start: float
-    end: float
-    args: dict
-
-
-@dataclass
-class CoreTiming:
-    """What one core did during the call."""
-
-    core: int
-    start: int  # first element (inclusive)
-    stop: int  # last element (exclusive)
-    tiles: int
-    busy: dict[str, float]
-    finish: float  # cycle at which its last store completed
-
-    @property
-    def elements(self) -> int:
-        return self.stop - self.start
-
-
-# ----------------------------------------------------------------------------- core groups
-@dataclass
-class CoreGroup:
-    """Cores that do the same work at the same instants; the first one is simulated.
-
-    The others are its mirror images: same tiles (shifted by their first element), same
-    transfer and compute times, on their own L2 ports of equal capacity.
-    """
-
-    members: list[CoreTiming]
-    tiles: list[tuple[int, int]]  # the first member's tiles
-    busy: dict[str, float]
-
-    @property
-    def core(self) -> int:
-        return self.members[0].core
-
-    @property
-    def weight(self) -> int:
-        return len(self.members)
-
-
-# ----------------------------------------------------------------------------- slices
-class Activity(NamedTuple):
-    """One recorded activity of a simulated core group (or of the call as a whole)."""
-
-    group: CoreGroup | None  # None: a call-level activity (launch, barrier)
-    engine: str
-    operand: Operand | None  # the operand a transfer moved; None for vector work
-    tile: int | None  # None for private-storage vector work and call-level activities
-    start: float
-    end: float
-    name: str = ""  # call-level activities: their name; transfers: the engine that moved it
-    cycles: float = 0.0  # call-level activities only: their configured cycles
-    granted: float = 0.0  # transfers: when the engine took it (setup and wait end there)
-
-
-class SliceLog:
-    """The slices of the simulated cores, expanded to every member core on demand.
-
-    Recording stores one small tuple per activity; names, addresses and per-core copies
-    are built only when a trace is asked for.
-    """
-
-    def __init__(self, job: Job, setup_cycles: float, cost: VectorCost,
-                 engine_on: Callable[[str, int, int], str] = lambda name, core, other: name
-                 ) -> None:
-        self.job = job
-        self.setup_cycles = setup_cycles
-        self.cost = cost
-        #: engine_on(name, core, other): the engine of ``other``'s pool that stands where
-        #: ``name`` stands in ``core``'s (a mirrored core's transfers name its own engines)
-        self.engine_on = engine_on
-        self.activities: list[Activity] = []
-        # stretches of activities repeated by a closed-form steady state:
-        # (position in activities, first, last, period, repeats, tiles per period by group)
-        self._repeats: list[tuple[int, int, int, float, int, dict[int, int]]] = []
-        self._expanded: dict[float, list[Slice]] = {}
-
-    def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
-                 start: float, end: float, served_by: str, granted: float) -> None:
-        self.activities.append(Activity(group, engine, operand, tile, start, end, served_by,
-                                        0.0, granted))
-
-    def compute(self, group: CoreGroup, tile: int | None, start: float, end: float) -> None:
-        self.activities.append(Activity(group, COMPUTE, None, tile, start, end))
-
-    def call(self, name: str, start: float, end: float, cycles: float) -> None:
-        self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
-
-    def repeat(self, first: int, last: int, period: float, repeats: int,
-               advances: dict[int, int]) -> None:
-        """The activities recorded ``first`` to ``last`` happen again ``repeats`` times, each
-        ``period`` cycles later and ``advances[id(group)]`` tiles further than the one before.
-
-        Kept as one record, expanded when slices are asked for: a steady state advanced in
-        closed form costs no Python work per skipped tile unless its trace is wanted.
-        """
-        self._repeats.append((len(self.activities), first, last, period, repeats, advances))
-
-    def all_activities(self):
-        """Every activity in recording order, the repeated stretches expanded."""
-        activities, position = self.activities, 0
-        for at, first, last, period, repeats, advances in self._repeats:
-            yield from activities[position:at]
-            position = at
-            recorded = activities[first:last]
-            for repeat in range(1, repeats + 1):
-                offset = repeat * period
-                for activity in recorded:
-                    tile = activity.tile
-                    if tile is not None and activity.group is not None:
-                        tile += repeat * advances[id(activity.group)]
-                    yield activity._replace(tile=tile, start=activity.start + offset,
-                                            end=activity.end + offset,
-                                            granted=activity.granted + offset)
-        yield from activities[position:]
-
-    def slices(self, origin: float = 0.0) -> list[Slice]:
-        """Every activity as a Slice of every core that did it, in recording order, with
-        times counted from cycle ``origin`` of the timeline."""
-        expanded = self._expanded.get(origin)
-        if expanded is None:
-            expanded = self._expanded[origin] = [
-                s for activity in self.all_activities() for s in self._expand(activity, origin)]
-        return expanded
-
-    def _expand(self, activity: Activity, origin: float):
-        group, engine, operand, tile, start, end = activity[:6]
-        start, end = start - origin, end - origin
-        if group is None:
-            yield Slice(CALL_TRACK, engine, activity.name, start, end,
-                        {"cycles": activity.cycles})
-            return
-        job, first_member = self.job, group.members[0]
-        if tile is None:
-            first, stop = first_member.start, first_member.stop
-        else:
-            first, stop = group.tiles[tile]
-        for member in group.members:
-            shift = member.start - first_member.start  # mirror images: same tiles, shifted
-            lo, hi = first + shift, stop + shift
-            if operand is not None:
-                yield Slice(member.core, engine, f"{operand.name}[{tile}]", start, end, {
-                    "tile": tile, "operand": operand.name, "bytes": (hi - lo) * job.itemsize,
-                    "address": hex(operand.span.address + lo * job.itemsize),
-                    "region": operand.span.region, "setup_cycles": self.setup_cycles,
-                    # the engine is held, and the links carry its bytes, only this long
-                    "data_cycles": end - (activity.granted - origin),
-                    "dma_engine": activity.name if member is first_member else
-                    self.engine_on(activity.name, first_member.core, member.core),
-                    "elements": [lo, hi]})
-            elif tile is None:  # private-storage vector work: the whole range
-                yield Slice(member.core, COMPUTE, job.label, start, end, {
-                    "elements": [lo, hi], "iterations": self.cost.iterations(hi - lo)})
-            else:
-                yield Slice(member.core, COMPUTE, f"{job.label}[{tile}]", start, end, {
-                    "tile": tile, "elements": [lo, hi],
-                    "iterations": self.cost.iterations(hi - lo)})
+        queue: list = self._queue  # SimPy's heap, which processes a _Wakeup like an event
+        heappush(queue, (instant(self._now + delay), NORMAL, next(self._eid), _Wakeup(then)))
 
 
 class PerCore(dict):
@@ -325,7 +163,7 @@ class Timeline:
         samples = self.ddr_samples
         # only burst-timed calls add samples here, after any fluid ones of the run
         if "bursts" in self.datapaths and "fluid" in self.datapaths and any(
-                later[0] < earlier[0] for earlier, later in zip(samples, samples[1:])):
+                later[0] < earlier[0] for earlier, later in itertools.pairwise(samples)):
             # burst-timed calls add their samples at the end: keep the counter in cycle
             # order, which its readers search by bisection
             samples.sort(key=lambda sample: sample[0])

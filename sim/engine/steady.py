@@ -17,27 +17,33 @@ the period it repeats. The fill before and the drain after are simulated as usua
 Continuous quantities match to :data:`TOLERANCE` (relative to the period), so the cycles
 are those of the event-by-event simulation up to floating-point rounding. Only the fast
 fidelity's fluid flows use it, and only while the call is alone on its timeline (another
-call's events would be moved with it).
+call's events would be moved with it). What a snapshot reads is
+:mod:`dspsim.sim.engine.steady_state`'s.
 """
 from __future__ import annotations
 
+import heapq
+import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from operator import itemgetter
 
 import numpy as np
 
-from dspsim.sim.engine.detailed import BurstDMA, LinkArbiter, _Burst, _BurstTransfer
-from dspsim.sim.engine.network import FlowTimer
-from dspsim.sim.engine.pipeline import _TileTransfer
+from dspsim.sim.engine.detailed import BurstDMA
+from dspsim.sim.engine.steady_state import TimelineState
 
 #: Continuous parts of two snapshots (times relative to the clock, bytes) that differ by
 #: less than this fraction of the period between them are equal.
 TOLERANCE = 1e-9
 #: Snapshots kept per discrete state: a period may span several tiles of the first core.
 HISTORY = 8
-#: The scale of a time: compared to the period between the two snapshots.
-_TIME = float("nan")
+#: A state may repeat but for phases that slide by at most this fraction of the period
+#: per period (cores whose own periods differ slightly, sharing nothing that binds)...
+DRIFT_LIMIT = 1e-3
+#: ... and is then advanced by periods over which no two pending instants that slide
+#: against each other change order, nor slide apart by more than this fraction of it.
+DRIFT_SPAN = 1e-2
 #: Tiles left at the end of every pipeline for the drain, which is simulated.
 DRAIN_TILES = 1
 
@@ -57,17 +63,6 @@ class _Snapshot:
     activities: int
 
 
-def _kind(engine) -> tuple:
-    """What makes DMA engines interchangeable: their rate and the regions they reach."""
-    return (engine.rate, tuple(sorted(engine.regions)))
-
-
-def _stale(event) -> bool:
-    """Whether a pending event is a flow timer that rates have changed since."""
-    callbacks = event.callbacks
-    return bool(callbacks) and isinstance(callbacks[0], FlowTimer) and callbacks[0].stale
-
-
 class SteadyState:
     """Watches a call's pipelines and skips whole periods of their steady state.
 
@@ -80,9 +75,9 @@ class SteadyState:
         self.model = model
         self.pipelines = pipelines
         self.dma = dma  # the call's DMA model: fluid flows or bursts
-        self.network = getattr(dma, "network", None)
+        self.reader = TimelineState(model, pipelines, dma)
+        self.network = self.reader.network
         self.bursts = dma if isinstance(dma, BurstDMA) else None
-        self._index = {id(p): k for k, p in enumerate(pipelines)}
         self.alone = alone  # () -> whether the call is alone on its timeline
         self.env = model.env
         self.timeline = model.timeline
@@ -104,140 +99,54 @@ class SteadyState:
             return
         if pipeline.next_load + DRAIN_TILES >= len(pipeline.tiles):
             return  # too close to its end for a period to be worth skipping
-        key, continuous, scale = self._state()
+        key, continuous, scale = self.reader.state()
         snapshot = self._snapshot(continuous, scale)
         earlier = self.history.setdefault(key, [])
-        for previous in reversed(earlier):
-            period = snapshot.now - previous.now
-            if period > 0 and np.all(np.abs(continuous - previous.continuous) <= TOLERANCE
-                                     * np.where(np.isnan(scale), period, scale)):
-                if self._advance(previous, snapshot):
-                    self.history.clear()
-                    return
-                break
+        if self._repeats(snapshot, earlier):
+            self.history.clear()
+            return
         earlier.append(snapshot)
         del earlier[:-HISTORY]
 
-    def _state(self) -> tuple[tuple, np.ndarray, np.ndarray]:
-        """The timeline's state relative to the clock: its discrete part (a key) and its
-        continuous part (times since or until events, bytes left) with their scales."""
-        now = self.env.now
-        key: list = []
-        values: list[float] = []
-        scales: list[float] = []
-        for pipeline in self.pipelines:
-            base = pipeline.next_compute
-            key.append((pipeline.free_inputs, pipeline.loaded, pipeline.free_outputs,
-                        pipeline.computed, pipeline.loading, pipeline.computing,
-                        pipeline.storing, pipeline.next_load - base, base - pipeline.next_store,
-                        pipeline.next_store == len(pipeline.tiles)))
-            if pipeline.computing:
-                values.append(now - pipeline.compute_started)
-                scales.append(_TIME)
-            for transfer in sorted(pipeline.in_flight,
-                                   key=lambda t: (t.thread, t.tile, t.started)):
-                key.append((transfer.thread, transfer.tile - base,
-                            _kind(transfer.engine) if transfer.engine is not None else None))
-                values.append(now - transfer.started)
-                scales.append(_TIME)
-            for move in pipeline.moves:
-                key.append((move.direction, move.waiting))
-                values.append(now - move.started)
-                scales.append(_TIME)
-        # pending events by what they will do; a stale flow timer does nothing
-        pending = sorted((self._describe(entry[3].callbacks[0]), entry[0] - now)
-                         for entry in self.env._queue if not _stale(entry[3]))
-        key.append(tuple(what for what, _ in pending))
-        values.extend(at for _, at in pending)
-        scales.extend([_TIME] * len(pending))
-        if self.network is not None:
-            for flow in sorted(self.network.flows, key=lambda f: (f.route, f.remaining)):
-                key.append(flow.route)
-                values += (flow.remaining, flow.rate)
-                scales += (max(flow.nbytes, 1.0), max(flow.rate, 1e-300))
-        if self.bursts is not None:
-            self._burst_state(now, key, values, scales)
-        for pool in self._pools():
-            # who waits for an engine, in order, and which kinds of engine are busy with
-            # what: engines alike are interchangeable, so a period may hand a core's
-            # transfers to another of them than the period before
-            engines = sorted((_kind(e), repr(getattr(e, "carrying", None)), e.free_at - now)
-                              for e in pool.engines if e.busy)
-            key.append((tuple(self._describe(waiter[-1]) for waiter in pool.waiting),
-                        tuple((kind, carrying) for kind, carrying, _ in engines)))
-            values.extend(free for _, _, free in engines)
-            scales.extend([_TIME] * len(engines))
-        return tuple(key), np.array(values), np.array(scales)
+    def _repeats(self, snapshot: _Snapshot, earlier: list[_Snapshot]) -> bool:
+        """Skip periods if ``snapshot`` repeats one of ``earlier`` (same key), exactly or
+        with a steady drift of phase; whether it did."""
+        continuous, scale = snapshot.continuous, snapshot.scale
+        for index in range(len(earlier) - 1, -1, -1):
+            previous = earlier[index]
+            period = snapshot.now - previous.now
+            if period <= 0:
+                continue
+            scaled = TOLERANCE * np.where(np.isnan(scale), period, scale)
+            change = continuous - previous.continuous
+            if np.all(np.abs(change) <= scaled):
+                return self._advance(previous, snapshot)
+            drift = self._drift(earlier[:index], previous, snapshot, change, scaled)
+            if drift is not None:
+                return self._advance(previous, snapshot, drift)
+        return False
 
-    def _describe(self, what) -> tuple:
-        """What a pending callback or a burst-level object stands for, in terms that
-        repeat from period to period (tiles relative to their pipeline's next compute)."""
-        owner = getattr(what, "__self__", None)
-        if owner is None:
-            return (getattr(what, "__qualname__", type(what).__name__),)
-        name = what.__func__.__qualname__
-        if isinstance(owner, _Burst):
-            return (name, self._transfer(owner.transfer), owner.hop, owner.nbytes)
-        if isinstance(owner, _BurstTransfer):
-            return (name, self._transfer(owner))
-        if isinstance(owner, _TileTransfer):
-            return (name, self._tile_transfer(owner))
-        if id(owner) in self._index:
-            return (name, self._index[id(owner)])
-        return (name, type(owner).__name__)
-
-    def _tile_transfer(self, transfer: _TileTransfer) -> tuple:
-        pipeline = transfer.pipeline
-        return (self._index[id(pipeline)], transfer.thread, transfer.tile - pipeline.next_compute)
-
-    def _transfer(self, transfer: _BurstTransfer) -> tuple:
-        moved = getattr(transfer.then, "__self__", None)
-        if isinstance(moved, _TileTransfer):
-            return self._tile_transfer(moved)
-        return (id(transfer),)  # not a tile's: never equal from one period to the next
-
-    def _burst_transfers(self) -> list[_BurstTransfer]:
-        """Every burst train in progress: its bursts are queued at a link, crossing one
-        (a pending event), or it waits to issue or to end (a pending event)."""
-        found: dict[int, _BurstTransfer] = {}
-        for arbiter in self._arbiters():
-            for transfer in arbiter.queues:
-                found[id(transfer)] = transfer
-        for entry in self.env._queue:
-            owner = getattr(entry[3].callbacks[0], "__self__", None)
-            if isinstance(owner, _Burst):
-                owner = owner.transfer
-            if isinstance(owner, _BurstTransfer):
-                found[id(owner)] = owner
-        return list(found.values())
-
-    def _arbiters(self) -> list[LinkArbiter]:
-        bursts = self.bursts
-        return list(bursts.arbiters.values()) + list(bursts.ports.values())
-
-    def _burst_state(self, now: float, key: list, values: list, scales: list) -> None:
-        """The burst datapath's part of the state: each link's grant order and queues,
-        each burst train's progress and pacing (not when a link's busy period began,
-        which only the DDR counter reads)."""
-        for arbiter in self._arbiters():
-            key.append((arbiter.busy, tuple(
-                (self._transfer(t), tuple((b.hop, b.nbytes) for b in arbiter.queues[t]))
-                for t in arbiter.waiting)))
-        trains = sorted(((self._transfer(t), t) for t in self._burst_transfers()),
-                        key=lambda pair: pair[0])
-        for described, train in trains:
-            key.append((described, train.left, train.to_issue, train.in_flight, train.pacing))
-            values += (train.next_issue - now, train.earliest_end - now)
-            scales += (_TIME, _TIME)
-
-    def _pools(self) -> list:
-        seen: dict[int, object] = {}
-        for pool in self.timeline.pools.values():
-            seen.setdefault(id(pool), pool)
-        return list(seen.values())
-
-    def _links(self) -> list:
-        return list(self.timeline.links.values()) + list(self.timeline.l2_ports.values())
+    def _drift(self, before: list[_Snapshot], previous: _Snapshot, current: _Snapshot,
+               change: np.ndarray, scaled: np.ndarray) -> np.ndarray | None:
+        """The change per period of a state that repeats but for a steady slide of some
+        pipelines' phases against the others' (the same change over the period before, no
+        rate changing, each pipeline as many tiles further); None if it is not that."""
+        period = current.now - previous.now
+        scale = current.scale
+        times = np.isnan(scale)
+        if (np.any(np.abs(change[times]) > DRIFT_LIMIT * period)
+                or np.any(np.abs(change[~times]) > DRIFT_LIMIT * scale[~times])):
+            return None
+        advances = [a - b for a, b in zip(current.computed, previous.computed, strict=True)]
+        for older in reversed(before):
+            if abs(previous.now - older.now - period) > TOLERANCE * period:
+                continue
+            if ([a - b for a, b in zip(previous.computed, older.computed, strict=True)]
+                    == advances
+                    and np.all(np.abs(change - (previous.continuous - older.continuous))
+                               <= scaled)):
+                return change
+        return None
 
     def _snapshot(self, continuous: np.ndarray, scale: np.ndarray) -> _Snapshot:
         model = self.model
@@ -247,16 +156,17 @@ class SteadyState:
             computed=[p.next_compute for p in self.pipelines],
             busy=[dict(p.group.busy) for p in self.pipelines],
             bytes_read=dict(model.bytes_read), bytes_written=dict(model.bytes_written),
-            link_bytes=[link.bytes_moved for link in self._links()],
+            link_bytes=[link.bytes_moved for link in self.reader.links()],
             activities=len(log.activities) if log is not None else 0)
 
     # ------------------------------------------------------------------ the skip
     def _periods_ahead(self, previous: _Snapshot, current: _Snapshot) -> tuple[int, list[int]]:
         """How many whole periods can be skipped, and each pipeline's tiles per period."""
-        advances = [now - then for now, then in zip(current.computed, previous.computed)]
+        advances = [now - then
+                    for now, then in zip(current.computed, previous.computed, strict=True)]
         periods = None
         for pipeline, advance, run_ends, then in zip(self.pipelines, advances, self._run_ends,
-                                                    previous.computed):
+                                                    previous.computed, strict=True):
             if pipeline.next_store == len(pipeline.tiles):
                 if advance:
                     return 0, advances
@@ -272,12 +182,19 @@ class SteadyState:
             periods = fits if periods is None else min(periods, fits)
         return max(0, periods or 0), advances
 
-    def _advance(self, previous: _Snapshot, current: _Snapshot) -> bool:
-        """Skip as many whole periods as fit; False if none does."""
+    def _advance(self, previous: _Snapshot, current: _Snapshot,
+                 drift: np.ndarray | None = None) -> bool:
+        """Skip as many whole periods as fit; False if none does. With ``drift`` (the
+        state's change per period), the sliding parts slide on as they did."""
         periods, advances = self._periods_ahead(previous, current)
+        period = current.now - previous.now
+        handles: list = []
+        if drift is not None:
+            self.reader.state(handles)  # the same order as ``current``'s values
+            periods = min(periods, self._drift_periods(current.continuous, drift, handles,
+                                                       period))
         if periods < 1:
             return False
-        period = current.now - previous.now
         shift = periods * period
         env, model = self.env, self.model
         # the clock and every pending instant (a uniform shift keeps the heap a heap)
@@ -287,19 +204,19 @@ class SteadyState:
         if self.network is not None:
             self.network._last_update += shift
         if self.bursts is not None:
-            for train in self._burst_transfers():
+            for train in self.reader.burst_transfers():
                 train.next_issue += shift
                 train.earliest_end += shift
-            for arbiter in self._arbiters():
+            for arbiter in self.reader.arbiters():
                 # a link busy all through the repeated period stays busy through the
                 # skipped ones: its busy period began when it began
                 if arbiter.busy and arbiter.busy_since >= previous.now:
                     arbiter.busy_since += shift
             self._repeat_busy_periods(previous.now, current.now, periods)
-        for pool in self._pools():
+        for pool in self.reader.pools():
             for engine in pool.engines:
                 engine.free_at += shift
-        for pipeline, advance in zip(self.pipelines, advances):
+        for pipeline, advance in zip(self.pipelines, advances, strict=True):
             tiles = periods * advance
             pipeline.next_load += tiles
             pipeline.next_compute += tiles
@@ -312,8 +229,11 @@ class SteadyState:
                 transfer.tile += tiles
             for move in pipeline.moves:
                 move.started += shift
+        if drift is not None:
+            self._slide(periods * drift, handles)
         # what the skipped periods did, from the period they repeat
-        for pipeline, before, after in zip(self.pipelines, previous.busy, current.busy):
+        for pipeline, before, after in zip(self.pipelines, previous.busy, current.busy,
+                                           strict=True):
             for engine, busy in after.items():
                 pipeline.group.busy[engine] += periods * (busy - before[engine])
         for ledger, before, after in ((model.bytes_read, previous.bytes_read,
@@ -322,8 +242,9 @@ class SteadyState:
                                        current.bytes_written)):
             for region in ledger:
                 ledger[region] += periods * (after[region] - before[region])
-        for link, before, after in zip(self._links(), previous.link_bytes, current.link_bytes):
-            link.bytes_moved += periods * (after - before)
+        for link, moved_then, moved_now in zip(self.reader.links(), previous.link_bytes,
+                                               current.link_bytes, strict=True):
+            link.bytes_moved += periods * (moved_now - moved_then)
         self._repeat_ddr_samples(previous.now, current.now, periods)
         if model.log is not None:
             self._repeat_activities(previous.activities, current.activities, period, periods,
@@ -332,6 +253,51 @@ class SteadyState:
         self.skipped_cycles += shift
         return True
 
+    @staticmethod
+    def _drift_periods(values: np.ndarray, drift: np.ndarray, handles: list,
+                       period: float) -> int:
+        """How many periods a drifting state may be advanced by: no two pending instants
+        that slide against each other change order (what interacts would change), no
+        phase slides by more than :data:`DRIFT_SPAN` of the period, nothing slides past
+        the clock and no flow runs out of bytes."""
+        # every instant of the state, past or pending, relative to the clock
+        timed = np.array([h is not None and h.names[0] != "remaining" for h in handles])
+        sign = np.array([h.sign if h is not None else 0 for h in handles])
+        at, slide = (sign * values)[timed], (sign * drift)[timed]
+        limit = math.inf
+        if len(at):
+            spread = float(slide.max() - slide.min())
+            if spread > 0:
+                limit = DRIFT_SPAN * period / spread
+            gap = at[:, None] - at[None, :]
+            closing = slide[:, None] - slide[None, :]
+            meeting = gap * closing < 0
+            if np.any(meeting):
+                limit = min(limit, float(np.min(np.abs(gap[meeting] / closing[meeting]))))
+        # nothing slides past the clock, and no flow runs out of bytes
+        shrinking = np.array([h is not None for h in handles]) & (values >= 0) & (drift < 0)
+        if np.any(shrinking):
+            limit = min(limit, float(np.min(values[shrinking] / -drift[shrinking])))
+        return int(limit) if math.isfinite(limit) else 1 << 62
+
+    def _slide(self, change: np.ndarray, handles: list) -> None:
+        """Move each sliding part of the state by its share of ``change``."""
+        events: dict[int, float] = {}
+        for handle, delta in zip(handles, change, strict=True):
+            if handle is None or not delta:
+                continue
+            moved = handle.sign * float(delta)
+            if handle.owner is None:
+                events[handle.names[0]] = moved
+                continue
+            for name in handle.names:
+                setattr(handle.owner, name, getattr(handle.owner, name) + moved)
+        if events:
+            queue = self.env._queue
+            queue[:] = [(at + events.get(eid, 0.0), priority, eid, event)
+                        for at, priority, eid, event in queue]
+            heapq.heapify(queue)
+
     def _repeat_ddr_samples(self, start: float, end: float, periods: int) -> None:
         """Repeat the DDR counter's steps over [start, end) ``periods`` times from ``end``."""
         samples = self.timeline.ddr_samples
@@ -339,9 +305,8 @@ class SteadyState:
         last = bisect_left(samples, end, lo=first, key=itemgetter(0))
         period = end - start
         steps = samples[first:last]
-        if first == len(samples) or samples[first][0] > start:
-            if first:  # the value in force at ``start`` began earlier
-                steps.insert(0, (start, samples[first - 1][1]))
+        if first and (first == len(samples) or samples[first][0] > start):
+            steps.insert(0, (start, samples[first - 1][1]))  # in force since earlier
         later = samples[last:]  # recorded at ``end`` itself: after the skipped periods
         del samples[last:]
         shift = periods * period
@@ -360,6 +325,7 @@ class SteadyState:
 
     def _repeat_busy_periods(self, start: float, end: float, periods: int) -> None:
         """Repeat the DDR link's busy periods that ended within (start, end]."""
+        assert self.bursts is not None  # only the burst datapath records busy periods
         busy = self.bursts.ddr_busy
         stretch = busy[bisect_right(busy, start, key=itemgetter(1)):]
         period = end - start
@@ -371,4 +337,5 @@ class SteadyState:
         """Record the slices of the skipped periods: those of the repeated one, each
         ``period`` later and its pipeline's tiles per period further."""
         self.model.log.repeat(first, last, period, periods,
-                              {id(p.group): a for p, a in zip(self.pipelines, advances)})
+                              {id(p.group): a for p, a in zip(self.pipelines, advances,
+                                                              strict=True)})

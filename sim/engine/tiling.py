@@ -13,7 +13,9 @@ and the fastest wins. Because the call's time is then a minimum over tilings, on
 vector of work or one core fewer can never make it faster by switching tilings.
 
 A chip (``tiling: {policy: fixed, tile_bytes: N}``) or a call may fix the tile size
-instead, to model a library that uses one.
+instead, to model a library that uses one. The work split itself is
+:mod:`dspsim.sim.engine.work_split`; the estimate and the lower bound that steer the
+search are :mod:`dspsim.sim.engine.tiling_model`.
 """
 from __future__ import annotations
 
@@ -22,13 +24,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
+from dspsim.sim.engine.tiling_model import cycles_lower_bound, estimated_best_count
 from dspsim.sim.engine.vector import VectorCost
+from dspsim.sim.engine.work_split import (
+    balanced_tiles,
+    partition,
+    tile_elements,
+    tile_for_count,
+)
 from dspsim.sim.errors import CapacityError
+
+# the work split is read from here too: a call's tiling and how it cuts its work
+__all__ = ["MAX_TILES_PER_CORE", "NO_TILING", "TIE_CYCLES", "TilingChoice", "balanced_tiles",
+           "choose_tiling", "fixed_tile", "partition", "search_counts", "tile_elements",
+           "tile_for_count"]
 
 #: A tuned library cuts one core's part into at most this many tiles: beyond it the fill
 #: and drain are well under 0.1% of the call, and every tile costs simulation events.
@@ -68,175 +79,10 @@ class TilingChoice:
 
 #: the tiling of a call that has none (private storage, length 0): every key, no value, so
 #: that every call's JSON has one key set
-NO_TILING = {"policy": None, "tile_elements": None, "tiles_per_core": None, "tile_bytes": None,
-             "largest_fitting_elements": None, "reason": None, "candidates": [],
-             "not_simulated_lower_bounds": []}
-
-
-# ----------------------------------------------------------------------------- work split
-def partition(length: int, cores: tuple[int, ...], lanes: int) -> list[tuple[int, int, int]]:
-    """Split [0, length) into contiguous balanced parts, whole vectors each.
-
-    Returns (core, start, stop) per core. Full vectors are spread so that no two cores
-    differ by more than one vector; the final partial vector goes to the last core that
-    has work.
-    """
-    vectors, tail = divmod(length, lanes)
-    base, extra = divmod(vectors, len(cores))
-    parts, start = [], 0
-    for index, core in enumerate(cores):
-        stop = start + (base + (index < extra)) * lanes
-        parts.append([core, start, stop])
-        start = stop
-    if tail:
-        last = max((i for i, p in enumerate(parts) if p[2] > p[1]), default=0)
-        for i in range(last + 1, len(parts)):
-            parts[i][1] = parts[i][2] = length
-        parts[last][2] = length
-    return [tuple(p) for p in parts]
-
-
-def balanced_tiles(start: int, stop: int, largest: int, lanes: int) -> list[tuple[int, int]]:
-    """Cut [start, stop) into as few tiles as ``largest`` allows, of nearly equal size.
-
-    Equal tiles rather than full tiles plus a runt: the last tile's compute and store are
-    not overlapped with anything, so a tile count is best spread evenly (whole vectors
-    each, the partial vector last).
-    """
-    count = math.ceil((stop - start) / largest)
-    if count <= 1:
-        return [(start, stop)] if stop > start else []
-    vectors = math.ceil((stop - start) / lanes)
-    base, extra = divmod(vectors, count)
-    # tile i starts after i tiles of `base` vectors and min(i, extra) extra vectors; only
-    # the last bound can pass `stop` (by less than a vector)
-    index = np.arange(count + 1, dtype=np.int64)
-    bounds = np.minimum(start + lanes * (index * base + np.minimum(index, extra)), stop).tolist()
-    return list(zip(bounds[:-1], bounds[1:]))
-
-
-def tile_elements(config: ChipConfig, job: Job, lanes: int) -> int:
-    """Largest whole-vector tile whose doubled input and output buffers fit L2 minus reserve."""
-    budget = config.l2.size_bytes - config.l2.reserve_bytes
-    buffers = 2 * (len(job.inputs) + len(job.outputs))
-    per_vector = buffers * lanes * job.itemsize
-    vectors = budget // per_vector
-    if vectors < 1:
-        raise CapacityError(
-            f"{config.name}: {buffers} double-buffered tiles of one {lanes}-lane vector need "
-            f"{per_vector:,} bytes but L2 leaves {budget:,} bytes after its reserve; enlarge "
-            f"memory.l2.size_kib or lower memory.l2.reserve_kib in {config.source}")
-    return vectors * lanes
-
-
-def tile_for_count(elements: int, tiles: int, lanes: int) -> int:
-    """The whole-vector tile size that cuts ``elements`` into ``tiles`` balanced tiles."""
-    return math.ceil(math.ceil(elements / lanes) / tiles) * lanes
-
-
-# ----------------------------------------------------------------------------- estimate
-def estimated_cycles(config: ChipConfig, job: Job, cost: VectorCost, busy_cores: int,
-                     elements: int, tiles: np.ndarray) -> np.ndarray:
-    """Closed-form cycles of the busiest core's pipeline for each count in ``tiles``.
-
-    Fill (the first tile's loads), steady state (one tile per period of the slowest stage:
-    the DMA of a tile's loads and stores at the core's share of the links and engines, or
-    its vector work) and drain (the last tile's compute and stores). The estimate only
-    ranks tile counts; the simulator times the best of them.
-    """
-    dma, lanes, size = config.dma, cost.lanes, job.itemsize
-    tile = np.ceil(np.ceil(elements / lanes) / tiles) * lanes
-    transfers = len(job.inputs) + len(job.outputs)
-    rates = sorted((config.bytes_per_cycle(e.bandwidth_gbps) for e in dma.engines), reverse=True)
-    # engines one core can keep busy at once (its pool's, shared with the busy cores the
-    # chip's DMA model puts in the same pool), and their combined rate
-    sharers = max(len(pool) for pool in sharing_cores(config, job.cores[:max(busy_cores, 1)]))
-    usable = max(1.0, len(rates) / sharers)
-    usable = min(usable, transfers)
-    engine_rate = sum(rates[:int(usable)]) + (usable % 1) * rates[min(int(usable), len(rates) - 1)]
-    regions = {o.span.region for o in job.inputs + job.outputs}
-    link = min(config.bytes_per_cycle(r.bandwidth_gbps)
-               for r in config.shared_regions if r.name in regions)
-    core_rate = min(engine_rate, link / busy_cores, config.l2.load_store_bytes_per_cycle)
-    single = min(rates[0], link / busy_cores)  # one transfer alone
-    # an engine is held beyond its data for the last burst's trip over the faster links
-    hops = sorted(dma.burst_bytes / c for c in (link, config.l2.load_store_bytes_per_cycle))
-    nbytes = tile * size
-
-    def stage(operands: int) -> np.ndarray:  # one stage: its transfers side by side
-        together = min(core_rate, single * min(operands, usable))
-        return dma.setup_cycles + operands * nbytes / together + hops[0]
-
-    # a tile's loads and stores: each stage pays its setup as latency; the core's share of
-    # the links and engines bounds them together (other cores' data hides the setups)
-    shared = transfers * (nbytes + hops[0] * core_rate) / core_rate
-    dma_period = np.maximum(np.maximum(stage(len(job.inputs)), stage(len(job.outputs))), shared)
-    compute = (cost.fill_cycles + cost.overhead_cycles
-               + np.ceil(tile / lanes) * cost.iteration_cycles)
-    fill, drain = stage(len(job.inputs)), stage(len(job.outputs))
-    return fill + compute + drain + (tiles - 1) * np.maximum(dma_period, compute)
-
-
-def estimated_best_count(config: ChipConfig, job: Job, cost: VectorCost, busy_cores: int,
-                         elements: int, fewest: int, most: int) -> int:
-    """The tile count the closed-form estimate ranks best, between ``fewest`` and ``most``."""
-    # sorted and distinct (a sort, not numpy's unique, whose first use imports more of numpy)
-    counts = np.sort(np.concatenate([
-        np.arange(fewest, min(most, fewest + 64) + 1),
-        np.round(np.geomspace(fewest, most, 256)).astype(np.int64)]))
-    counts = counts[np.concatenate(([True], counts[1:] != counts[:-1]))]
-    estimate = estimated_cycles(config, job, cost, busy_cores, elements, counts)
-    return int(counts[int(np.argmin(estimate))])
-
-
-def cycles_lower_bound(config: ChipConfig, job: Job, cost: VectorCost,
-                       parts: list[tuple[int, int, int]], count: int) -> float:
-    """Cycles the call cannot beat when its busiest core cuts its part into ``count`` tiles.
-
-    The larger of two chains. The busiest core's: the launch, its first tile's loads
-    (their setup, then their bytes no faster than the fastest engine, the link or the L2
-    port allows, all of them through the port and the link), every tile's vector work one
-    after the other, its last tile's stores likewise, the barrier. And the core that
-    finishes its first loads last: not before every core's first tiles have crossed the
-    link, after which it still computes all its tiles and stores its last. Both DMA
-    timings (fluid and bursts) respect each step, so a tiling whose bound exceeds a
-    simulated time need not be simulated.
-    """
-    lanes, size, dma = cost.lanes, job.itemsize, config.dma
-    elements = max(stop - start for _, start, stop in parts)
-    tile = tile_for_count(elements, count, lanes)
-    fastest_engine = max(config.bytes_per_cycle(e.bandwidth_gbps) for e in dma.engines)
-    port = config.l2.load_store_bytes_per_cycle
-
-    def link(operands: tuple) -> float:
-        regions = {o.span.region for o in operands}
-        return max(config.bytes_per_cycle(r.bandwidth_gbps) for r in config.shared_regions
-                   if r.name in regions)
-
-    def moved(operands: tuple, nbytes: int) -> float:
-        if not operands:
-            return 0.0
-        shared = link(operands)
-        single = min(fastest_engine, shared, port)
-        return dma.setup_cycles + max(nbytes / single, len(operands) * nbytes / min(shared, port))
-
-    def core_tiles(start: int, stop: int) -> np.ndarray:
-        return np.array([b - a for a, b in balanced_tiles(start, stop, tile, lanes)])
-
-    def computed(sizes: np.ndarray) -> float:
-        return float(np.sum(cost.fill_cycles + cost.overhead_cycles
-                            + np.ceil(sizes / lanes) * cost.iteration_cycles))
-
-    cores = [core_tiles(start, stop) for _, start, stop in parts if stop > start]
-    busiest = max(cores, key=np.sum)
-    own = (moved(job.inputs, int(busiest[0]) * size) + computed(busiest)
-           + moved(job.outputs, int(busiest[-1]) * size))
-    first_loads = (sum(int(sizes[0]) for sizes in cores) * size * len(job.inputs)
-                   / link(job.inputs) if job.inputs else 0.0)
-    after_loads = min(computed(sizes) + moved(job.outputs, int(sizes[-1]) * size)
-                      for sizes in cores)
-    last_loaded = dma.setup_cycles + first_loads + after_loads
-    return config.launch_cycles + max(own, last_loaded) + config.barrier_cycles
+NO_TILING: dict[str, Any] = {
+    "policy": None, "tile_elements": None, "tiles_per_core": None, "tile_bytes": None,
+    "largest_fitting_elements": None, "reason": None, "candidates": [],
+    "not_simulated_lower_bounds": []}
 
 
 #: Simulated times closer than this are ties: results are reported in whole cycles.
@@ -281,7 +127,7 @@ def fixed_tile(config: ChipConfig, job: Job, lanes: int) -> tuple[int, str] | No
     largest = tile_elements(config, job, lanes)
     if job.tile_bytes is not None:
         nbytes, source = job.tile_bytes, "the call"
-    elif config.tiling.policy == "fixed":
+    elif config.tiling.policy == "fixed" and config.tiling.tile_bytes is not None:
         nbytes, source = config.tiling.tile_bytes, f"the chip's tiling section ({config.source})"
     else:
         return None

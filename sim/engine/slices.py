@@ -1,0 +1,145 @@
+"""The slices a call records: one small tuple per activity, expanded on demand.
+
+A :class:`SliceLog` keeps what the simulated core groups did (and the stretches a
+closed-form steady state repeated); :meth:`SliceLog.slices` builds every core's
+:class:`Slice` when a trace is asked for.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from dspsim.sim.engine.cores import CALL_TRACK, COMPUTE, CoreGroup
+from dspsim.sim.engine.job import Job, Operand
+from dspsim.sim.engine.vector import VectorCost
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One activity of one engine: a tile transfer or a tile's vector work."""
+
+    core: int  # CALL_TRACK for call-level slices
+    engine: str
+    name: str
+    start: float
+    end: float
+    args: dict
+
+
+class Activity(NamedTuple):
+    """One recorded activity of a simulated core group (or of the call as a whole)."""
+
+    group: CoreGroup | None  # None: a call-level activity (launch, barrier)
+    engine: str
+    operand: Operand | None  # the operand a transfer moved; None for vector work
+    tile: int | None  # None for private-storage vector work and call-level activities
+    start: float
+    end: float
+    name: str = ""  # call-level activities: their name; transfers: the engine that moved it
+    cycles: float = 0.0  # call-level activities only: their configured cycles
+    granted: float = 0.0  # transfers: when the engine took it (setup and wait end there)
+
+
+class SliceLog:
+    """The slices of the simulated cores, expanded to every member core on demand.
+
+    Recording stores one small tuple per activity; names, addresses and per-core copies
+    are built only when a trace is asked for.
+    """
+
+    def __init__(self, job: Job, setup_cycles: float, cost: VectorCost,
+                 engine_on: Callable[[str, int, int], str] = lambda name, core, other: name
+                 ) -> None:
+        self.job = job
+        self.setup_cycles = setup_cycles
+        self.cost = cost
+        #: engine_on(name, core, other): the engine of ``other``'s pool that stands where
+        #: ``name`` stands in ``core``'s (a mirrored core's transfers name its own engines)
+        self.engine_on = engine_on
+        self.activities: list[Activity] = []
+        # stretches of activities repeated by a closed-form steady state:
+        # (position in activities, first, last, period, repeats, tiles per period by group)
+        self._repeats: list[tuple[int, int, int, float, int, dict[int, int]]] = []
+        self._expanded: dict[float, list[Slice]] = {}
+
+    def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
+                 start: float, end: float, served_by: str, granted: float) -> None:
+        self.activities.append(Activity(group, engine, operand, tile, start, end, served_by,
+                                        0.0, granted))
+
+    def compute(self, group: CoreGroup, tile: int | None, start: float, end: float) -> None:
+        self.activities.append(Activity(group, COMPUTE, None, tile, start, end))
+
+    def call(self, name: str, start: float, end: float, cycles: float) -> None:
+        self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
+
+    def repeat(self, first: int, last: int, period: float, repeats: int,
+               advances: dict[int, int]) -> None:
+        """The activities recorded ``first`` to ``last`` happen again ``repeats`` times, each
+        ``period`` cycles later and ``advances[id(group)]`` tiles further than the one before.
+
+        Kept as one record, expanded when slices are asked for: a steady state advanced in
+        closed form costs no Python work per skipped tile unless its trace is wanted.
+        """
+        self._repeats.append((len(self.activities), first, last, period, repeats, advances))
+
+    def all_activities(self):
+        """Every activity in recording order, the repeated stretches expanded."""
+        activities, position = self.activities, 0
+        for at, first, last, period, repeats, advances in self._repeats:
+            yield from activities[position:at]
+            position = at
+            recorded = activities[first:last]
+            for repeat in range(1, repeats + 1):
+                offset = repeat * period
+                for activity in recorded:
+                    tile = activity.tile
+                    if tile is not None and activity.group is not None:
+                        tile += repeat * advances[id(activity.group)]
+                    yield activity._replace(tile=tile, start=activity.start + offset,
+                                            end=activity.end + offset,
+                                            granted=activity.granted + offset)
+        yield from activities[position:]
+
+    def slices(self, origin: float = 0.0) -> list[Slice]:
+        """Every activity as a Slice of every core that did it, in recording order, with
+        times counted from cycle ``origin`` of the timeline."""
+        expanded = self._expanded.get(origin)
+        if expanded is None:
+            expanded = self._expanded[origin] = [
+                s for activity in self.all_activities() for s in self._expand(activity, origin)]
+        return expanded
+
+    def _expand(self, activity: Activity, origin: float):
+        group, engine, operand, tile, start, end = activity[:6]
+        start, end = start - origin, end - origin
+        if group is None:
+            yield Slice(CALL_TRACK, engine, activity.name, start, end,
+                        {"cycles": activity.cycles})
+            return
+        job, first_member = self.job, group.members[0]
+        if tile is None:
+            first, stop = first_member.start, first_member.stop
+        else:
+            first, stop = group.tiles[tile]
+        for member in group.members:
+            shift = member.start - first_member.start  # mirror images: same tiles, shifted
+            lo, hi = first + shift, stop + shift
+            if operand is not None:
+                yield Slice(member.core, engine, f"{operand.name}[{tile}]", start, end, {
+                    "tile": tile, "operand": operand.name, "bytes": (hi - lo) * job.itemsize,
+                    "address": hex(operand.span.address + lo * job.itemsize),
+                    "region": operand.span.region, "setup_cycles": self.setup_cycles,
+                    # the engine is held, and the links carry its bytes, only this long
+                    "data_cycles": end - (activity.granted - origin),
+                    "dma_engine": activity.name if member is first_member else
+                    self.engine_on(activity.name, first_member.core, member.core),
+                    "elements": [lo, hi]})
+            elif tile is None:  # private-storage vector work: the whole range
+                yield Slice(member.core, COMPUTE, job.label, start, end, {
+                    "elements": [lo, hi], "iterations": self.cost.iterations(hi - lo)})
+            else:
+                yield Slice(member.core, COMPUTE, f"{job.label}[{tile}]", start, end, {
+                    "tile": tile, "elements": [lo, hi],
+                    "iterations": self.cost.iterations(hi - lo)})
