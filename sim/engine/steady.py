@@ -23,14 +23,16 @@ call's events would be moved with it). What a snapshot reads is
 from __future__ import annotations
 
 import heapq
-import math
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from operator import itemgetter
 
 import numpy as np
 
 from dspsim.sim.engine.detailed import BurstDMA
+from dspsim.sim.engine.steady_periods import (
+    drift_periods,
+    repeat_busy_periods,
+    repeat_ddr_samples,
+)
 from dspsim.sim.engine.steady_state import TimelineState
 
 #: Continuous parts of two snapshots (times relative to the clock, bytes) that differ by
@@ -191,8 +193,8 @@ class SteadyState:
         handles: list = []
         if drift is not None:
             self.reader.state(handles)  # the same order as ``current``'s values
-            periods = min(periods, self._drift_periods(current.continuous, drift, handles,
-                                                       period))
+            periods = min(periods, drift_periods(current.continuous, drift, handles, period,
+                                                  DRIFT_SPAN))
         if periods < 1:
             return False
         shift = periods * period
@@ -212,7 +214,7 @@ class SteadyState:
                 # skipped ones: its busy period began when it began
                 if arbiter.busy and arbiter.busy_since >= previous.now:
                     arbiter.busy_since += shift
-            self._repeat_busy_periods(previous.now, current.now, periods)
+            repeat_busy_periods(self.bursts.ddr_busy, previous.now, current.now, periods)
         for pool in self.reader.pools():
             for engine in pool.engines:
                 engine.free_at += shift
@@ -245,40 +247,13 @@ class SteadyState:
         for link, moved_then, moved_now in zip(self.reader.links(), previous.link_bytes,
                                                current.link_bytes, strict=True):
             link.bytes_moved += periods * (moved_now - moved_then)
-        self._repeat_ddr_samples(previous.now, current.now, periods)
+        repeat_ddr_samples(self.timeline, previous.now, current.now, periods)
         if model.log is not None:
             self._repeat_activities(previous.activities, current.activities, period, periods,
                                     advances)
         self.skipped_periods += periods
         self.skipped_cycles += shift
         return True
-
-    @staticmethod
-    def _drift_periods(values: np.ndarray, drift: np.ndarray, handles: list,
-                       period: float) -> int:
-        """How many periods a drifting state may be advanced by: no two pending instants
-        that slide against each other change order (what interacts would change), no
-        phase slides by more than :data:`DRIFT_SPAN` of the period, nothing slides past
-        the clock and no flow runs out of bytes."""
-        # every instant of the state, past or pending, relative to the clock
-        timed = np.array([h is not None and h.names[0] != "remaining" for h in handles])
-        sign = np.array([h.sign if h is not None else 0 for h in handles])
-        at, slide = (sign * values)[timed], (sign * drift)[timed]
-        limit = math.inf
-        if len(at):
-            spread = float(slide.max() - slide.min())
-            if spread > 0:
-                limit = DRIFT_SPAN * period / spread
-            gap = at[:, None] - at[None, :]
-            closing = slide[:, None] - slide[None, :]
-            meeting = gap * closing < 0
-            if np.any(meeting):
-                limit = min(limit, float(np.min(np.abs(gap[meeting] / closing[meeting]))))
-        # nothing slides past the clock, and no flow runs out of bytes
-        shrinking = np.array([h is not None for h in handles]) & (values >= 0) & (drift < 0)
-        if np.any(shrinking):
-            limit = min(limit, float(np.min(values[shrinking] / -drift[shrinking])))
-        return int(limit) if math.isfinite(limit) else 1 << 62
 
     def _slide(self, change: np.ndarray, handles: list) -> None:
         """Move each sliding part of the state by its share of ``change``."""
@@ -297,40 +272,6 @@ class SteadyState:
             queue[:] = [(at + events.get(eid, 0.0), priority, eid, event)
                         for at, priority, eid, event in queue]
             heapq.heapify(queue)
-
-    def _repeat_ddr_samples(self, start: float, end: float, periods: int) -> None:
-        """Repeat the DDR counter's steps over [start, end) ``periods`` times from ``end``."""
-        samples = self.timeline.ddr_samples
-        first = bisect_left(samples, start, key=itemgetter(0))
-        last = bisect_left(samples, end, lo=first, key=itemgetter(0))
-        period = end - start
-        steps = samples[first:last]
-        if first and (first == len(samples) or samples[first][0] > start):
-            steps.insert(0, (start, samples[first - 1][1]))  # in force since earlier
-        later = samples[last:]  # recorded at ``end`` itself: after the skipped periods
-        del samples[last:]
-        shift = periods * period
-        if steps:
-            # one period's steps are distinct in turn; between periods the last may equal
-            # the first, which then continues it
-            joined = steps[1:] if steps[0][1] == steps[-1][1] else steps
-            repeated = [(at + period, rate) for at, rate in steps]
-            if samples and samples[-1][1] == repeated[0][1]:
-                del repeated[0]
-            samples.extend(repeated)
-            samples.extend([(at + repeat * period, rate) for repeat in range(2, periods + 1)
-                            for at, rate in joined])
-        for at, rate in later:
-            self.timeline.sample_ddr(at + shift, rate)
-
-    def _repeat_busy_periods(self, start: float, end: float, periods: int) -> None:
-        """Repeat the DDR link's busy periods that ended within (start, end]."""
-        assert self.bursts is not None  # only the burst datapath records busy periods
-        busy = self.bursts.ddr_busy
-        stretch = busy[bisect_right(busy, start, key=itemgetter(1)):]
-        period = end - start
-        busy.extend([(since + repeat * period, until + repeat * period)
-                     for repeat in range(1, periods + 1) for since, until in stretch])
 
     def _repeat_activities(self, first: int, last: int, period: float, periods: int,
                            advances: list[int]) -> None:
