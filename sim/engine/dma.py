@@ -85,12 +85,16 @@ class EnginePool:
     """
 
     def __init__(self, engines: list[Engine], clock: Callable[[], float],
-                 link_capacity: dict[str, float], port_capacity: float) -> None:
+                 link_capacity: dict[str, float], port_capacity: float,
+                 burst_bytes: float = 0.0) -> None:
         # fastest first (ties go to the faster, see _best)
         self.engines = sorted(engines, key=lambda e: -e.rate)
         self.clock = clock
         self.link_capacity = link_capacity
         self.port_capacity = port_capacity
+        # ends this close are a tie (see _best): a burst's time on a region's path
+        self.tie_window = {region: burst_bytes / min(capacity, port_capacity)
+                           for region, capacity in link_capacity.items()}
         self.waiting: list[_Waiter] = []
 
     def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
@@ -119,17 +123,29 @@ class EnginePool:
         hand ended, as estimated at its grant, and the transfers waiting for it moved)
         and move at its expected rate beside the transfers still in flight then.
         ``rates`` remembers those rates while nothing is granted.
+
+        Ends less than a burst's time on the path apart (:attr:`tie_window`) are a tie:
+        round-robin ends transfers that share a link a burst apart where fluid sharing
+        ends them together, so only a choice blind to such a gap is the same in both
+        fidelities. Of tied engines the transfer takes the one it would hold for the
+        least time (it moves fastest there), which leaves the others' time to the
+        transfers behind it: when its core's L2 port is the bottleneck, waiting for the
+        engine its own other transfer holds ends it as soon as a free engine would, at
+        twice that engine's share of the port. Then a free engine (it starts now), then
+        the faster one (listed first), which can speed up as the transfers beside it end.
         """
         ends, others = flights
         region, core, nbytes = waiter.region, waiter.core, waiter.nbytes
         ceiling = min(self.link_capacity[region], self.port_capacity)
-        best, best_end, best_time = None, 0.0, 0.0
-        # free engines first (``order``): a busy one is weighed only if it could end sooner
-        for engine in order:
+        window = self.tie_window[region]
+        candidates: list[tuple[float, float, bool, int, Engine]] = []
+        earliest = float("inf")
+        # free engines first (``order``): a busy one is weighed only if it could tie
+        for rank, engine in enumerate(order):
             if region not in engine.regions:
                 continue
             ready = (max(now, engine.free_at) if engine.busy else now) + queued.get(engine, 0.0)
-            if best is not None and ready + nbytes / min(engine.rate, ceiling) > best_end:
+            if ready + nbytes / min(engine.rate, ceiling) > earliest + window:
                 continue
             # the transfers in flight at ``ready``: all of them now (one running past its
             # estimated end has not ended), those estimated to end later after a wait (the
@@ -141,12 +157,14 @@ class EnginePool:
                 rate = rates[key] = self.expected_rate(engine, core, region, others[still:])
             took = nbytes / rate
             end = ready + took
-            # a tie goes to a free engine (it starts now), then to the faster one (listed
-            # first), which can speed up as the transfers beside it end
-            if best is None or end < best_end * (1 - 1e-12) or (
-                    end <= best_end * (1 + 1e-12) and best.busy and not engine.busy):
-                best, best_end, best_time = engine, end, took
-        return None if best is None else (best, best_time)
+            earliest = min(earliest, end)
+            candidates.append((end, took, engine.busy, rank, engine))
+        if not candidates:
+            return None
+        limit = earliest + window * (1 + 1e-12)
+        _, took, _, _, best = min((c for c in candidates if c[0] <= limit),
+                                  key=lambda c: (c[1], c[2], -c[4].rate, c[0], c[3]))
+        return best, took
 
     def _serve(self) -> None:
         """Grant waiters whose best engine is free, in the order they asked, until none is."""
@@ -316,6 +334,6 @@ def engine_pools(config: ChipConfig, cores: tuple[int, ...],
             made[key] = EnginePool([Engine(prefix + spec.name,
                                            config.bytes_per_cycle(spec.bandwidth_gbps),
                                            spec.regions) for spec in config.dma.engines],
-                                   clock, links, port)
+                                   clock, links, port, config.dma.burst_bytes)
         pools[core] = made[key]
     return pools
