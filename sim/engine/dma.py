@@ -67,6 +67,8 @@ class _Waiter(NamedTuple):
     core: int
     region: str
     nbytes: float
+    # when it should have ended by the engine it first chose to wait for, or None
+    promised: float | None
     then: Callable[[Engine], None]
 
 
@@ -231,8 +233,18 @@ class EnginePool:
                 continue
             engine, took = choice
             if engine.busy:
-                queued[engine] = queued.get(engine, 0.0) + took
-                continue
+                if waiter.promised is None:
+                    waiter = self.waiting[index] = waiter._replace(
+                        promised=max(now, engine.free_at) + queued.get(engine, 0.0) + took)
+                # past the end it waited for, it takes a free engine: estimates of busy
+                # engines' ends slip while it waits (their transfers slow as others join
+                # their links), and a transfer chasing them could wait without end
+                free = [e for e in order if not e.busy]
+                if now <= waiter.promised + _SLACK * max(1.0, now) or not free or (
+                        fallback := self._best(waiter, now, {}, flights, rates, free)) is None:
+                    queued[engine] = queued.get(engine, 0.0) + took
+                    continue
+                engine = fallback[0]
             del self.waiting[index]
             engine.busy = True
             engine.carrying = (waiter.region, waiter.core)
@@ -244,7 +256,7 @@ class EnginePool:
                 then: Callable[[Engine], None]) -> None:
         """Call ``then(engine)`` with an engine reaching ``region`` for a transfer of
         ``nbytes`` of ``core``, now or once the engine it waits for frees."""
-        self.waiting.append(_Waiter(core, region, nbytes, then))
+        self.waiting.append(_Waiter(core, region, nbytes, None, then))
         self._serve()
 
     def release(self, engine: Engine) -> None:
