@@ -67,8 +67,6 @@ class _Waiter(NamedTuple):
     core: int
     region: str
     nbytes: float
-    # when it should have ended by the engine it first chose to wait for, or None
-    promised: float | None
     then: Callable[[Engine], None]
 
 
@@ -164,10 +162,9 @@ class EnginePool:
 
     def _best(self, waiter: _Waiter, now: float, queued: dict[Engine, float],
               flights: tuple[list[float], list], rates: dict[tuple, tuple[float, float]],
-              order: list[Engine]) -> tuple[Engine, float, float] | None:
-        """The engine that would end ``waiter``'s transfer first, its expected time on it
-        and how much of that time its core's L2 port would waste (see below); None if no
-        engine reaches its region.
+              order: list[Engine]) -> tuple[Engine, float] | None:
+        """The engine that would end ``waiter``'s transfer first, and its expected time
+        on it; None if no engine reaches its region.
 
         On each engine the transfer would start once the engine is free (its transfer in
         hand ended, as estimated at its grant, and the transfers waiting for it moved)
@@ -209,7 +206,7 @@ class EnginePool:
                         wasted <= best_wasted + slack and best.busy
                         and not engine.busy))):
                 best, best_end, best_time, best_wasted = engine, end, took, wasted
-        return None if best is None else (best, best_time, best_wasted)
+        return None if best is None else (best, best_time)
 
     def _serve(self) -> None:
         """Grant waiters whose best engine is free, in the order they asked, until none is."""
@@ -232,23 +229,10 @@ class EnginePool:
             choice = self._best(waiter, now, queued, flights, rates, order)
             if choice is None:
                 continue
-            engine, took, _ = choice
+            engine, took = choice
             if engine.busy:
-                if waiter.promised is None:
-                    waiter = self.waiting[index] = waiter._replace(
-                        promised=max(now, engine.free_at) + queued.get(engine, 0.0) + took)
-                # past the end it waited for, it takes a free engine: estimates of busy
-                # engines' ends slip while it waits (their transfers slow as others join
-                # their links), and a transfer chasing them could wait without end. Not
-                # one its core's port would hold to a share: waiting behind its core's own
-                # transfers ends, by the port, no later
-                free = [e for e in order if not e.busy]
-                if now <= waiter.promised + _SLACK * max(1.0, now) or not free or (
-                        fallback := self._best(waiter, now, {}, flights, rates, free)) is None \
-                        or fallback[2]:
-                    queued[engine] = queued.get(engine, 0.0) + took
-                    continue
-                engine = fallback[0]
+                queued[engine] = queued.get(engine, 0.0) + took
+                continue
             del self.waiting[index]
             engine.busy = True
             engine.carrying = (waiter.region, waiter.core)
@@ -260,7 +244,7 @@ class EnginePool:
                 then: Callable[[Engine], None]) -> None:
         """Call ``then(engine)`` with an engine reaching ``region`` for a transfer of
         ``nbytes`` of ``core``, now or once the engine it waits for frees."""
-        self.waiting.append(_Waiter(core, region, nbytes, None, then))
+        self.waiting.append(_Waiter(core, region, nbytes, then))
         self._serve()
 
     def release(self, engine: Engine) -> None:

@@ -163,14 +163,10 @@ class SteadyState:
             # transfers to another of them than the period before
             engines = sorted((_kind(e), repr(getattr(e, "carrying", None)), e.free_at - now)
                               for e in pool.engines if e.busy)
-            promised = [getattr(waiter, "promised", None) for waiter in pool.waiting]
             key.append((tuple(self._describe(waiter[-1]) for waiter in pool.waiting),
-                        tuple(when is None for when in promised),
                         tuple((kind, carrying) for kind, carrying, _ in engines)))
             values.extend(free for _, _, free in engines)
             scales.extend([_TIME] * len(engines))
-            values.extend(when - now for when in promised if when is not None)
-            scales.extend([_TIME] * sum(when is not None for when in promised))
         return tuple(key), np.array(values), np.array(scales)
 
     def _describe(self, what) -> tuple:
