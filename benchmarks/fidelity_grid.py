@@ -10,7 +10,8 @@ difference of their cycle counts is what ``tests/test_fidelity.py`` bounds and w
 ``bench_sim.py`` reports.
 
 Run it alone to print every case: ``python benchmarks/fidelity_grid.py``; it exits with
-status 1 if a case misses the 3% target.
+status 1 if a case misses the 1% target. Cycles are compared as the models compute
+them, before rounding to whole cycles (a 57.5-cycle call is not 58 against 57).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ SHARED_LENGTHS = (1000, 12345, 40000, 1 << 16)
 SRAM_LENGTH = 12345  # shared-storage cases repeated with every operand in shared SRAM
 PRIVATE_LENGTHS = (777, 4096)
 #: the fast model must be within this relative difference of the detailed one, every case
-TARGET = 0.03
+TARGET = 0.01
 #: Random chips in the grid, and the seed that draws them (the grid is the same every run).
 RANDOM_CHIPS, RANDOM_SEED = 24, 2026
 
@@ -188,8 +189,8 @@ def run_case(case: Case, fidelity: str) -> dspsim.sim.engine.machine.Timing:
 @dataclass(frozen=True)
 class Comparison:
     case: Case
-    fast_cycles: int
-    detailed_cycles: int
+    fast_cycles: float  # as computed, before the result rounds them to whole cycles
+    detailed_cycles: float
     fast_dma: str  # how the fast model timed the DMA: "fluid", "bursts" or "none"
 
     @property
@@ -202,7 +203,8 @@ def compare(case: Case) -> Comparison:
     """Both fidelities on one case."""
     fast = run_case(case, "fast")
     detailed = run_case(case, "detailed")
-    return Comparison(case, fast.cycles, detailed.cycles, fast.timing.transfer_timing)
+    return Comparison(case, fast.timing.cycles, detailed.timing.cycles,
+                      fast.timing.transfer_timing)
 
 
 def summary(comparisons: list[Comparison]) -> dict:
@@ -227,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     comparisons = [compare(case) for case in (staggered_grid() if args.staggered else grid())]
     for c in comparisons:
-        print(f"{c.case.label:60s} fast {c.fast_cycles:>9,} ({c.fast_dma:6s}) "
-              f"detailed {c.detailed_cycles:>9,}  {100 * c.difference:+.2f}%")
+        print(f"{c.case.label:60s} fast {c.fast_cycles:>11,.1f} ({c.fast_dma:6s}) "
+              f"detailed {c.detailed_cycles:>11,.1f}  {100 * c.difference:+.2f}%")
     print("\nby how the fast model timed the DMA (random chips marked *):")
     print(f"{'fast model DMA':24s} {'cases':>6s} {'largest':>8s} {'mean':>8s}")
     groups: dict[str, list[Comparison]] = {}

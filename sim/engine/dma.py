@@ -32,20 +32,31 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from dspsim.sim.chip.model import ChipConfig, DmaConfig
+from dspsim.sim.engine.network import Flow, Link, max_min_rates
 from dspsim.sim.errors import ConfigError
+
+#: Instants or durations closer than this fraction of the clock are equal to the pool:
+#: far above floating-point rounding, far below a cycle. Ends that are equal by
+#: construction (a transfer waiting for an engine ends where its predecessor's did) must
+#: compare equal whatever the clock reads, or the same state would be decided one way at
+#: one tile and the other way a period later.
+_SLACK = 1e-9
 
 
 class Engine:
     """One DMA engine or transfer controller: its rate and the regions it reaches."""
 
-    __slots__ = ("name", "rate", "regions", "busy", "free_at", "carrying")
+    __slots__ = ("name", "rate", "regions", "busy", "free_at", "carrying", "expected")
 
     def __init__(self, name: str, rate: float, regions: frozenset[str]) -> None:
         self.name = name
         self.rate = rate  # bytes per core cycle
         self.regions = regions
         self.busy = False
-        self.free_at = 0.0  # when its transfer in hand should end, as estimated at its grant
+        # when its transfer in hand should end, and the rate it should move at, as the pool
+        # last estimated them (at every grant and release, see EnginePool._reestimate)
+        self.free_at = 0.0
+        self.expected = 0.0
         self.carrying: tuple[str, int] | None = None  # (region, core) of that transfer
 
     def __repr__(self) -> str:
@@ -92,6 +103,40 @@ class EnginePool:
         self.link_capacity = link_capacity
         self.port_capacity = port_capacity
         self.waiting: list[_Waiter] = []
+        self._links: dict[object, Link] = {}
+
+    def _link(self, key: object, capacity: float) -> Link:
+        link = self._links.get(key)
+        if link is None:
+            link = self._links[key] = Link(str(key), capacity)
+        return link
+
+    def _reestimate(self, now: float, granted: Engine | None = None,
+                    nbytes: float = 0.0) -> None:
+        """Estimate again when each transfer in flight ends, beside those in flight now.
+
+        The transfers move at their max-min fair shares of their regions' links and their
+        cores' L2 ports, each capped at its engine's rate; the bytes a transfer has left
+        follow from its previous estimate (``granted`` has all its ``nbytes`` left). A
+        transfer granted alone on its core's port slows when its core's next transfers
+        join it there; an end estimated once, at its grant, would stay as early as if it
+        never did, and transfers would queue for its engine expecting it back long before
+        it is (on FT78NE, a core's second and third loads waited for an EDMA3CC0
+        controller the first load held three times as long as the pool expected).
+        """
+        busy = [e for e in self.engines if e.busy]
+        left = [nbytes if e is granted else e.expected * max(e.free_at - now, 0.0)
+                for e in busy]
+        flows = []
+        for engine in busy:
+            region, core = engine.carrying or ("", 0)
+            flows.append(Flow(1.0, (self._link(region, self.link_capacity[region]),
+                                    self._link(("port", core), self.port_capacity)),
+                              engine.rate, None))
+        max_min_rates(flows)
+        for engine, flow, remaining in zip(busy, flows, left, strict=True):
+            engine.expected = flow.rate
+            engine.free_at = now + remaining / flow.rate
 
     def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
         """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
@@ -104,13 +149,19 @@ class EnginePool:
         beside the transfers ``others`` (rate, region, core) then in flight: the least of
         the engine's rate and its fair shares of the region's link and of the core's L2
         port."""
+        return min(self._shares(engine, core, region, others))
+
+    def _shares(self, engine: Engine, core: int, region: str,
+                others: list[tuple[float, str, int]]) -> tuple[float, float]:
+        """(the engine's rate or its fair share of the region's link, whichever is less;
+        its fair share of the core's L2 port) beside the transfers ``others``."""
         link = [rate for rate, held_region, _ in others if held_region == region]
         port = [rate for rate, _, held_core in others if held_core == core]
-        return min(fair_level(self.link_capacity[region], link, engine.rate),
-                   fair_level(self.port_capacity, port, engine.rate))
+        return (fair_level(self.link_capacity[region], link, engine.rate),
+                fair_level(self.port_capacity, port, engine.rate))
 
     def _best(self, waiter: _Waiter, now: float, queued: dict[Engine, float],
-              flights: tuple[list[float], list], rates: dict[tuple, float],
+              flights: tuple[list[float], list], rates: dict[tuple, tuple[float, float]],
               order: list[Engine]) -> tuple[Engine, float] | None:
         """The engine that would end ``waiter``'s transfer first, and its expected time
         on it; None if no engine reaches its region.
@@ -123,7 +174,7 @@ class EnginePool:
         ends, others = flights
         region, core, nbytes = waiter.region, waiter.core, waiter.nbytes
         ceiling = min(self.link_capacity[region], self.port_capacity)
-        best, best_end, best_time = None, 0.0, 0.0
+        best, best_end, best_time, best_wasted = None, 0.0, 0.0, 0.0
         # free engines first (``order``): a busy one is weighed only if it could end sooner
         for engine in order:
             if region not in engine.regions:
@@ -134,18 +185,27 @@ class EnginePool:
             # the transfers in flight at ``ready``: all of them now (one running past its
             # estimated end has not ended), those estimated to end later after a wait (the
             # engine's own among the ended)
-            still = bisect_right(ends, ready) if ready > now else 0
+            slack = _SLACK * max(1.0, ready)
+            still = bisect_right(ends, ready + slack) if ready > now + slack else 0
             key = (engine.rate, core, region, still)
-            rate = rates.get(key)
-            if rate is None:
-                rate = rates[key] = self.expected_rate(engine, core, region, others[still:])
+            shares = rates.get(key)
+            if shares is None:
+                shares = rates[key] = self._shares(engine, core, region, others[still:])
+            rate = min(shares)
             took = nbytes / rate
             end = ready + took
-            # a tie goes to a free engine (it starts now), then to the faster one (listed
-            # first), which can speed up as the transfers beside it end
-            if best is None or end < best_end * (1 - 1e-12) or (
-                    end <= best_end * (1 + 1e-12) and best.busy and not engine.busy):
-                best, best_end, best_time = engine, end, took
+            # engine time its core's own L2 port would waste (the engine could serve
+            # another core's transfer at the link's rate meanwhile)
+            wasted = took if shares[1] < shares[0] else 0.0
+            # a tie goes to the engine whose time the core's port wastes least, then to a
+            # free engine (it starts now), then to the faster one (listed first), which
+            # can speed up as the transfers beside it end
+            tied = best is not None and end <= best_end + slack
+            if best is None or end < best_end - slack or (tied and (
+                    wasted < best_wasted - slack or (
+                        wasted <= best_wasted + slack and best.busy
+                        and not engine.busy))):
+                best, best_end, best_time, best_wasted = engine, end, took, wasted
         return None if best is None else (best, best_time)
 
     def _serve(self) -> None:
@@ -162,7 +222,7 @@ class EnginePool:
         wait for carry their transfers as queued work meanwhile."""
         now = self.clock()
         queued: dict[Engine, float] = {}
-        rates: dict[tuple, float] = {}
+        rates: dict[tuple, tuple[float, float]] = {}
         flights = self._in_flight()
         order = sorted(self.engines, key=lambda e: e.busy)
         for index, waiter in enumerate(self.waiting):
@@ -175,8 +235,8 @@ class EnginePool:
                 continue
             del self.waiting[index]
             engine.busy = True
-            engine.free_at = now + took
             engine.carrying = (waiter.region, waiter.core)
+            self._reestimate(now, engine, waiter.nbytes)
             return engine, waiter
         return None
 
@@ -191,6 +251,7 @@ class EnginePool:
         """``engine`` has finished its transfer: serve the waiters again."""
         engine.busy = False
         engine.carrying = None
+        self._reestimate(self.clock())
         self._serve()
 
 
