@@ -20,18 +20,19 @@ from __future__ import annotations
 
 import itertools
 import threading
-from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dspsim.binding import BoundCall
 from dspsim.methods import operator_doc, operator_signature
-from dspsim.programs.result import ProgramResult, build_result
+from dspsim.programs.assemble import build_result
+from dspsim.programs.inputs import check_inputs_written
+from dspsim.programs.result import ProgramResult
 from dspsim.seam import Launcher, compute_into_destination, job_for
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.machine import check_fidelity
-from dspsim.sim.errors import AddressError, ArgumentError
+from dspsim.sim.errors import ArgumentError
 from dspsim.sim.memory import Span
 from dspsim.sim.program.graph import (
     CallItem,
@@ -256,7 +257,8 @@ class Program:
         planned = {c.index: plan_call(config, job_for(c.bound), fidelity, tilings)
                    for c in self.calls}
         if numerics:
-            self._check_inputs(graph, initial.spans if initial else ())
+            check_inputs_written(self.calls, self.chip.memory, graph,
+                                 initial.spans if initial else (), self.advice['unwritten'])
         timing = run_program(config, planned, graph, fidelity=fidelity)
         self._ran = True
         if numerics:
@@ -288,50 +290,3 @@ class Program:
                    for c in self.calls}
         return run_program(config, planned, graph, fidelity=fidelity,
                            record_slices=False).cycles
-
-    def _check_inputs(self, graph, initial: Sequence[Span]) -> None:
-        """Every input holds data already, or will (``initial``), or is written by a call
-        ordered before it."""
-        before = graph.happens_before()
-        memory = self.chip.memory
-        # the calls writing each distinct output span, by storage and then by offset
-        writers: dict[tuple, dict[tuple[int, int], list[int]]] = {}
-        for call in self.calls:
-            span = call.bound.output.span
-            writers.setdefault((span.region, span.core), {}).setdefault(
-                (span.offset, span.end_offset), []).append(call.index)
-        outputs = {storage: (sorted(spans), {key: before.earliest(indices)
-                                             for key, indices in spans.items()})
-                   for storage, spans in writers.items()}
-        for call in self.calls:
-            for operand in call.bound.inputs:
-                span = operand.span
-                for lo, hi in memory.unwritten(span):
-                    spans, earliest = outputs.get((span.region, span.core), ([], {}))
-                    # output spans starting before this one ends, written by a call
-                    # ordered before this one
-                    sources = [key for key in spans[:bisect_left(spans, (span.end_offset,))]
-                               if key[1] > span.offset
-                               and before.any_before(earliest[key], call.index)]
-                    shift = span.address - span.offset  # offsets to this span's addresses
-                    written = [(start + shift, end + shift) for start, end in sources]
-                    written += [(s.offset + shift, s.end_offset + shift) for s in initial
-                                if s.same_storage(span)]
-                    if not _covered(lo, hi, written):
-                        raise AddressError(
-                            f"{call.label} on stream {call.stream.name!r} reads {operand.name} "
-                            f"[{lo:#x}, {hi:#x}), which holds no data and which no call "
-                            f"ordered before it writes; {self.advice['unwritten']}, or "
-                            f"make the call that produces it come first (stream order or "
-                            f"an event)")
-
-
-def _covered(lo: int, hi: int, ranges: list[tuple[int, int]]) -> bool:
-    """Whether [lo, hi) lies inside the union of ``ranges``."""
-    for start, end in sorted(ranges):
-        if start > lo:
-            return False
-        lo = max(lo, end)
-        if lo >= hi:
-            return True
-    return lo >= hi
