@@ -124,12 +124,15 @@ def test_program_json_carries_version_and_command(tmp_path):
 
 def test_collapse_says_what_it_collapsed(tmp_path):
     even = tmp_path / "even.pftrace"
-    assert dspsim_cli("run", "fp_relu_grad_s", "--chip", "mt7004", "--length", "2^16",
+    # vector-bound on MT7004: its cores do the same work at the same cycles (a DDR-bound
+    # call's cores part ways where burst arbitration serves one before another)
+    assert dspsim_cli("run", "fp_gelu_grad_s", "--chip", "mt7004", "--length", "2^16",
                       "--trace", even).returncode == 0
     proc = dspsim_cli("trace", "plot", even, "--collapse")
     assert proc.returncode == 0, proc.stderr
     # which cores finish together is the model's figure; the sentence names them
-    assert re.search(r"--collapse: drew cores \d+(, \d+)+ once", proc.stdout), proc.stdout
+    assert re.search(r"--collapse: drew cores \d+(-\d+|(, \d+)+) once", proc.stdout), \
+        proc.stdout
     odd = tmp_path / "odd.pftrace"  # one core alone: nothing to collapse
     assert dspsim_cli("run", "fp_relu_grad_s", "--length", "4096", "--core-mask", "0x1",
                       "--trace", odd).returncode == 0
