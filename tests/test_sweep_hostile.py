@@ -193,14 +193,33 @@ def test_ctrl_c_during_an_append_waits_for_both_files(tmp_path, monkeypatch):
         return size
 
     monkeypatch.setattr("dspsim.sweep.store.append_whole", interrupted_after_jsonl)
+    # Ctrl-C as a user's Python process takes it, whatever the test runner's process set
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     store = RowStore(str(tmp_path)).open()
-    with pytest.raises(KeyboardInterrupt):
-        run_sweep(plan(small()), store, SerialExecutor())
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_sweep(plan(small()), store, SerialExecutor())
+    finally:
+        signal.signal(signal.SIGINT, previous)
     store.close(quiet=True)
     assert len(store.rows) == 1
     assert len(lines(tmp_path / "rows.jsonl")) == 2 and len(lines(tmp_path / "rows.csv")) == 3
     with open(tmp_path / "rows.json", encoding="utf-8") as handle:
         assert len(json.load(handle)["rows"]) == 1
+
+
+def test_a_deferred_ctrl_c_keeps_what_the_process_set_for_it():
+    """Deferred, a Ctrl-C does after the block what it would have done: nothing where the
+    process ignores it (a sweep's worker), KeyboardInterrupt where Python handles it."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with sweep_files.interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with pytest.raises(KeyboardInterrupt), sweep_files.interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 KILL_DRIVER = textwrap.dedent("""
