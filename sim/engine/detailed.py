@@ -32,10 +32,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
-from dspsim.sim.engine.job import Operand
-from dspsim.sim.engine.model import LOAD, CoreGroup, Model, PerCore
-from dspsim.sim.engine.network import Link
+import simpy
+
+from dspsim.sim.engine.model import LOAD, CoreGroup, Model, PerCore, Timeline
+from dspsim.sim.engine.network import FlowNetwork, Link
 
 #: Bursts an engine may have issued and not yet delivered. Enough to keep both links of a
 #: path busy with more waiting, so that the limit never caps throughput; small enough that
@@ -52,12 +54,44 @@ def _still_ahead(target: float, now: float) -> bool:
     return target - now > 1e-9 * max(1.0, abs(now))
 
 
+class Clock(Protocol):
+    """What bursts and links need of a timeline (or of a call on it): its environment,
+    whose clock they read, and ``after``, to be called back later."""
+
+    @property
+    def env(self) -> simpy.Environment: ...
+
+    def after(self, delay: float, then: Callable) -> None:
+        """Call ``then(entry)`` ``delay`` cycles from now."""
+
+
+class OnCore(Protocol):
+    """Whose transfer it is: the core whose L2 port it crosses (a :class:`CoreGroup`'s
+    representative, or a bare core of a DMA experiment)."""
+
+    @property
+    def core(self) -> int: ...
+
+
+class _InRegion(Protocol):
+    @property
+    def region(self) -> str: ...
+
+
+class MovedOperand(Protocol):
+    """What a transfer moves: something whose span lies in a shared region (an
+    :class:`~dspsim.sim.engine.job.Operand`, or a DMA experiment's bare region)."""
+
+    @property
+    def span(self) -> _InRegion: ...
+
+
 class LinkArbiter:
     """A link moving one burst at a time, granting waiting transfers round-robin."""
 
     __slots__ = ("model", "link", "capacity", "waiting", "queues", "busy", "busy_since", "log")
 
-    def __init__(self, model: Model, link: Link, log: list | None = None) -> None:
+    def __init__(self, model: Clock, link: Link, log: list | None = None) -> None:
         self.model = model
         self.link = link
         self.capacity = link.capacity  # less what fluid flows of other calls take
@@ -123,7 +157,7 @@ class _BurstTransfer:
     __slots__ = ("model", "path", "burst_bytes", "engine_rate", "left", "to_issue",
                  "in_flight", "next_issue", "pacing", "earliest_end", "then")
 
-    def __init__(self, model: Model, path: tuple[LinkArbiter, ...], nbytes: int,
+    def __init__(self, model: Clock, path: tuple[LinkArbiter, ...], nbytes: int,
                  burst_bytes: int, engine_rate: float, then: Callable) -> None:
         self.model = model
         self.path = path
@@ -178,11 +212,11 @@ class _IssueModel:
         vec = config.vector
         l2_access = (vec.lane_width_bits // 8) / config.l2.load_store_bytes_per_cycle
         order = {"load": 0, "store": 2}  # loads first, stores last, the rest in between
-        stream = []
+        stream: list[tuple[str, float, float]] = []  # (unit, occupancy, L2 access) each
         for name in sorted(mix, key=lambda n: order.get(n, 1)):
-            spec = vec.instructions[name]
+            unit, occupancy = vec.instructions[name].occupancy
             l2 = l2_access if name in ("load", "store") else 0.0
-            stream += [(spec.unit, spec.occupancy_cycles, l2)] * mix[name]
+            stream += [(unit, occupancy, l2)] * mix[name]
         self.stream = stream
         self.units = {unit: self._useful_instances(unit, count)
                       for unit, count in vec.units.items()}
@@ -258,11 +292,10 @@ class _VectorLoop:
 class BurstDMA:
     """Transfers as trains of bursts, arbitrated round-robin on every link.
 
-    ``model`` is the timeline (or anything with its clock, links and L2 ports): the
-    arbiters are the chip's, shared by every call on it.
+    ``model`` is the timeline: the arbiters are the chip's, shared by every call on it.
     """
 
-    def __init__(self, model) -> None:
+    def __init__(self, model: Timeline) -> None:
         self.model = model
         self.ddr_busy: list[tuple[float, float]] = []
         dram = model.config.ddr.name  # the level whose busy periods the DDR counter shows
@@ -270,7 +303,7 @@ class BurstDMA:
                          for name, link in model.links.items()}
         self.ports = PerCore(lambda core: LinkArbiter(model, model.l2_ports[core]))
 
-    def transfer(self, group: CoreGroup, direction: str, operand: Operand, nbytes: int,
+    def transfer(self, group: OnCore, direction: str, operand: MovedOperand, nbytes: int,
                  rate: float, then: Callable) -> None:
         """Move ``nbytes`` of ``operand`` as bursts, issued at most at ``rate`` bytes/cycle
         (the engine's); call ``then()`` when all have arrived."""
@@ -287,11 +320,14 @@ class BurstDMA:
                 done()
         _BurstTransfer(model, path, nbytes, model.config.dma.burst_bytes, rate, then).issue()
 
-    def _fluid_network(self):
+    def _fluid_network(self) -> FlowNetwork | None:
         """The timeline's fluid flow network if a call on it moves fluid flows, made to
         tell these arbiters what its flows take of each link."""
-        network = getattr(self.model, "datapaths", {}).get("fluid")
-        if network is not None and network.on_shares_changed is None:
+        network = self.model.datapaths.get("fluid")
+        if network is None:
+            return None
+        assert isinstance(network, FlowNetwork), "the fluid datapath is a flow network"
+        if network.on_shares_changed is None:
             network.on_shares_changed = self._fluid_changed
         return network
 
@@ -299,6 +335,7 @@ class BurstDMA:
         """Fluid flows changed: each link passes bursts at what they leave of it (at
         least the max-min share of the transfers timed here, which stand in there)."""
         network = self.model.datapaths["fluid"]
+        assert isinstance(network, FlowNetwork), "the fluid datapath is a flow network"
         for arbiter in list(self.arbiters.values()) + list(self.ports.values()):
             left = arbiter.link.capacity - network.fluid_load(arbiter.link)
             arbiter.capacity = max(left, 1e-9 * arbiter.link.capacity)

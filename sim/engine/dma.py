@@ -140,7 +140,9 @@ class EnginePool:
 
     def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
         """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
-        flights = sorted((e.free_at, e.rate, *e.carrying) for e in self.engines if e.busy)
+        # an engine carries a transfer exactly while it is busy
+        flights = sorted((e.free_at, e.rate, *e.carrying) for e in self.engines
+                         if e.busy and e.carrying is not None)
         return [f[0] for f in flights], [f[1:] for f in flights]
 
     def expected_rate(self, engine: Engine, core: int, region: str,

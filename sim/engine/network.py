@@ -38,6 +38,11 @@ class Link:
         return f"Link({self.name!r}, {self.capacity:.3f} B/cycle)"
 
 
+#: What makes flows alike: their links, shares and cap, and whether they stand in for a
+#: transfer timed burst by burst. Flows alike always get the same rate.
+RouteKey = tuple[tuple[Link, ...], tuple[int, ...], float, bool]
+
+
 class Flow:
     """One transfer in progress (or several identical ones in lockstep, see ``shares``)."""
 
@@ -54,15 +59,20 @@ class Flow:
         self.cap = cap
         self.rate = 0.0
         self.done = done  # a SimPy event to succeed, or a function to call, on completion
-        # flows on one route always get the same rate
-        self.route: object = (links, self.shares, cap)
+        # the number of its route in its network (see FlowNetwork.start); -1 until started
+        self.route = -1
         # a stand-in for a transfer timed elsewhere (burst by burst): it takes its share
         # of the links but never ends by itself (see FlowNetwork.stand_in)
         self.standing = False
 
     def share_of(self, link: Link) -> int:
         """How many of the flow's identical transfers cross ``link`` (0 if none)."""
-        return sum(share for crossed, share in zip(self.links, self.shares) if crossed is link)
+        return sum(share for crossed, share in zip(self.links, self.shares, strict=True)
+                   if crossed is link)
+
+    def route_key(self) -> RouteKey:
+        """What the flow shares with every flow that always gets the same rate."""
+        return (self.links, self.shares, self.cap, self.standing)
 
 
 def max_min_rates(flows: list[Flow]) -> None:
@@ -75,7 +85,7 @@ def max_min_rates(flows: list[Flow]) -> None:
     remaining = {}
     users: dict[Link, int] = {}
     for flow in flows:
-        for link, share in zip(flow.links, flow.shares):
+        for link, share in zip(flow.links, flow.shares, strict=True):
             remaining[link] = link.capacity
             users[link] = users.get(link, 0) + share
     active = list(flows)
@@ -91,7 +101,7 @@ def max_min_rates(flows: list[Flow]) -> None:
         for flow in active:
             if flow.cap <= slack or any(link in saturated for link in flow.links):
                 flow.rate = level
-                for link, share in zip(flow.links, flow.shares):
+                for link, share in zip(flow.links, flow.shares, strict=True):
                     for _ in range(share):
                         remaining[link] -= level
                     users[link] -= share
@@ -143,7 +153,7 @@ class FlowNetwork:
         self._on_rates_changed = on_rates_changed
         self._watched = watched
         # max-min rates depend only on how many flows use each route: remember them
-        self._route_ids: dict[tuple, int] = {}
+        self._route_ids: dict[RouteKey, int] = {}
         self._route_counts: dict[int, int] = {}
         self._rate_cache: dict[frozenset, tuple[dict[int, float], float]] = {}
 
@@ -165,10 +175,7 @@ class FlowNetwork:
         succeed or a function to call when its last byte has arrived (``nbytes`` > 0)."""
         self._advance()
         flow = Flow(nbytes, links, cap, done, shares)
-        flow.route = self._route_ids.setdefault(flow.route, len(self._route_ids))
-        self.flows.append(flow)
-        self._route_counts[flow.route] = self._route_counts.get(flow.route, 0) + 1
-        self._reschedule()
+        self._route(flow)
 
     def stand_in(self, links: tuple[Link, ...], cap: float) -> Flow:
         """Count a transfer timed burst by burst elsewhere as a flow on ``links`` (capped
@@ -177,11 +184,15 @@ class FlowNetwork:
         self._advance()
         flow = Flow(math.inf, links, cap, None)
         flow.standing = True
-        flow.route = self._route_ids.setdefault((flow.route, "standing"), len(self._route_ids))
+        self._route(flow)
+        return flow
+
+    def _route(self, flow: Flow) -> None:
+        """Number ``flow``'s route, count it on the route and set the new rates."""
+        flow.route = self._route_ids.setdefault(flow.route_key(), len(self._route_ids))
         self.flows.append(flow)
         self._route_counts[flow.route] = self._route_counts.get(flow.route, 0) + 1
         self._reschedule()
-        return flow
 
     def withdraw(self, flow: Flow) -> None:
         """The transfer ``flow`` stood in for has ended."""
@@ -254,7 +265,7 @@ class FlowNetwork:
             finished = [min(self.flows, key=lambda f: f.remaining / f.rate)]
         for flow in finished:
             self._remove(flow)
-            for link, share in zip(flow.links, flow.shares):
+            for link, share in zip(flow.links, flow.shares, strict=True):
                 link.bytes_moved += flow.nbytes * share
         self._reschedule()
         for flow in finished:

@@ -10,13 +10,14 @@ Private-storage jobs run on one core straight from its L2: vector work only.
 
 The pipeline is written as callbacks on SimPy events rather than as SimPy processes: a
 process costs several events per step, a callback one. Both fidelities use it; they differ
-only in the datapath (:mod:`dspsim.sim.engine.datapath`, :mod:`dspsim.sim.engine.detailed`) that times
-a transfer and a tile's vector work.
+only in the datapath (:mod:`dspsim.sim.engine.datapath`, :mod:`dspsim.sim.engine.detailed`)
+that times a transfer and a tile's vector work.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from dspsim.sim.engine.dma import Engine
 from dspsim.sim.engine.job import Operand
 from dspsim.sim.engine.model import COMPUTE, LOAD, STORE, CoreGroup, Model
 
@@ -40,7 +41,7 @@ class _TileTransfer:
         self.operand = operand
         self.tile = tile
         self.nbytes = nbytes
-        self.engine = None
+        self.engine: Engine | None = None  # the engine that moves it, once granted
         self.started = 0.0
         self.granted = 0.0  # when an engine took it: its data moves from then on
         self.then = then
@@ -56,7 +57,7 @@ class _TileTransfer:
         pipeline.model.pools[pipeline.group.core].request(
             pipeline.group.core, self.operand.span.region, self.nbytes, self._granted)
 
-    def _granted(self, engine) -> None:
+    def _granted(self, engine: Engine) -> None:
         pipeline = self.pipeline
         self.engine = engine
         self.granted = pipeline.model.env.now
@@ -64,16 +65,17 @@ class _TileTransfer:
                                    engine.rate, self._moved)
 
     def _moved(self, _event=None) -> None:
-        pipeline = self.pipeline
+        pipeline, engine = self.pipeline, self.engine
+        assert engine is not None, "a transfer moves only once an engine was granted"
         model, group = pipeline.model, pipeline.group
         ledger = model.bytes_read if self.direction == LOAD else model.bytes_written
         ledger[self.operand.span.region] += self.nbytes * group.weight
         now = model.env.now
         if model.log is not None:
             model.log.transfer(group, self.thread, self.operand, self.tile, self.started, now,
-                               self.engine.name, self.granted)
+                               engine.name, self.granted)
         pipeline.in_flight.remove(self)
-        model.pools[group.core].release(self.engine)
+        model.pools[group.core].release(engine)
         self.then()
 
 
@@ -136,7 +138,7 @@ class _Pipeline:
         Operand k's tiles always show on thread ``direction.k``: one after the other,
         never overlapping.
         """
-        model, job = self.model, self.model.job
+        job = self.model.job
         operands = job.inputs if direction == LOAD else job.outputs
         first, stop = self.tiles[index]
         nbytes = (stop - first) * job.itemsize
