@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Literal, Protocol, get_args
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.detailed import BurstDMA, IssuedVector
+from dspsim.sim.engine.detailed import BurstDMA
+from dspsim.sim.engine.detailed_vector import IssuedVector
 from dspsim.sim.engine.job import Job, Operand
 from dspsim.sim.engine.model import ENGINES, CoreGroup, CoreTiming, Model
 from dspsim.sim.engine.network import FlowNetwork

@@ -1,4 +1,4 @@
-"""How a shared-storage call cuts its work: cores' parts, and tiles within each part.
+"""The tile search: how many tiles each core of a shared-storage call streams its part in.
 
 ``length`` is split over the cores into contiguous balanced parts (:func:`partition`);
 each core then streams its part through L2 in tiles (:func:`balanced_tiles`). How many
