@@ -18,6 +18,7 @@ from dspsim.calibration.fit import (
     Objective,
     Progress,
     local_fit,
+    polish,
     starting_point,
 )
 from dspsim.calibration.measurements import MeasurementError, load_measurements
@@ -92,6 +93,11 @@ def calibrate(chip: str | os.PathLike, measured: str | os.PathLike, keys: Sequen
         notes.append(f"the rows' best tile sizes still moved the fit after {MAX_ROUNDS} "
                      f"rounds; the values are fitted with the tiles of the last round but one")
 
+    polished = polish(objective, u, lower, upper)
+    if not np.array_equal(polished, u):
+        searched = objective.cycles(polished, None)
+        assert searched is not None, "the search keeps only points every row runs at"
+        u, (cycles, _) = polished, searched
     ended = objective.ended  # how the last round's solver ended, before the checks below
     residuals = np.log(cycles) - np.log(measured_cycles)
     jacobian = objective.jacobian(u, lower, upper)

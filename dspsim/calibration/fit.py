@@ -259,3 +259,49 @@ def starting_point(objective: Objective, u0: np.ndarray, lower: np.ndarray,
 def _cost(objective: Objective, u: np.ndarray) -> float:
     r = objective.residuals(u)
     return float(r @ r)
+
+
+#: The first step of the final search, in log space, and the smallest (whole numbers stop
+#: at one unit).
+POLISH_FIRST_STEP = 2 * JAC_STEP
+POLISH_LAST_STEP = XTOL
+#: Evaluations the final search may take, per key.
+POLISH_PER_KEY = 10
+
+
+def polish(objective: Objective, u: np.ndarray, lower: np.ndarray,
+           upper: np.ndarray) -> np.ndarray:
+    """A compass search from ``u`` on the cycles with each point's own best tiles.
+
+    The fit before it holds tiles fixed and takes secant steps; where the rows' best
+    tilings change with the keys, the cycles step, and it can stop short of the values
+    that fit (a fixed point of fit-then-retile that is not the best). Each key is moved by
+    a step up and down, a move kept where it lowers the sum of squares, the step halved
+    when none does, until the step is below :data:`POLISH_LAST_STEP` or the evaluations
+    run out.
+    """
+    def cost(v: np.ndarray) -> float:
+        evaluated = objective.cycles(v, None)
+        if evaluated is None:
+            return math.inf
+        r = np.log(evaluated[0]) - objective.log_measured
+        return float(r @ r)
+
+    best, best_cost = np.array(u, dtype=float), cost(u)
+    budget = objective.evaluations + POLISH_PER_KEY * len(u)
+    step = POLISH_FIRST_STEP
+    while step >= POLISH_LAST_STEP and objective.evaluations < budget:
+        moved = False
+        for j in range(len(best)):
+            for direction in (1.0, -1.0):
+                trial = best.copy()
+                trial[j] = min(upper[j], max(lower[j], best[j] + direction * step))
+                if trial[j] == best[j] or objective.evaluations >= budget:
+                    continue
+                trial_cost = cost(trial)
+                if trial_cost < best_cost:
+                    best, best_cost, moved = trial, trial_cost, True
+                    break
+        if not moved:
+            step /= 2
+    return best
