@@ -277,11 +277,6 @@ def test_errors_are_dspsim_errors():
     assert issubclass(RaceError, DspSimError) and issubclass(DeadlockError, DspSimError)
 
 
-# Known violation, not yet fixed in the mechanism: with the pool's ends estimated again
-# at every grant and release, these two calls on disjoint cores take 465,206 cycles
-# together against 462,525 one after the other (+0.58%); they share DDR and the pool.
-@pytest.mark.xfail(strict=False, reason="the pool's choice can make disjoint calls together "
-                                        "0.58% longer than their sequence")
 def test_short_and_long_transfers_together_never_exceed_their_sequence(ft78ne):
     for k in range(3):
         ft78ne.zero(DDR + k * MIB, 1 << 18, "fp32")
