@@ -33,14 +33,7 @@ from dspsim.sim.engine.call import (
     finish_timeline,
     fresh_cores,
 )
-from dspsim.sim.engine.datapath import (
-    BURST_BUDGET,
-    FLUID_MIN_BURSTS,
-    TRANSFER_TIMINGS,
-    dma_timing,
-)
-from dspsim.sim.engine.job import Job
-from dspsim.sim.engine.model import (
+from dspsim.sim.engine.cores import (
     CALL_TRACK,
     COMPUTE,
     ENGINES,
@@ -48,11 +41,17 @@ from dspsim.sim.engine.model import (
     LOAD,
     STORE,
     CoreTiming,
-    CountingEnvironment,
-    Slice,
-    Timeline,
 )
+from dspsim.sim.engine.datapath import (
+    BURST_BUDGET,
+    FLUID_MIN_BURSTS,
+    TRANSFER_TIMINGS,
+    dma_timing,
+)
+from dspsim.sim.engine.job import Job
+from dspsim.sim.engine.model import CountingEnvironment, Timeline
 from dspsim.sim.engine.roofline import roofline_terms
+from dspsim.sim.engine.slices import Slice
 from dspsim.sim.engine.tiling import (
     TilingChoice,
     balanced_tiles,
