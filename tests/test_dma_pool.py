@@ -13,7 +13,7 @@ import pytest
 
 import dspsim
 from dspsim.placement import c_arguments
-from dspsim.sim.engine.dma import Engine, EnginePool, fair_level
+from dspsim.sim.engine.pool import Engine, EnginePool, fair_level
 
 
 def _sram_call(length, mask, fidelity="fast", chip="ft78ne", name="fp_relu_grad_s"):

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dspsim.sim.engine.dma import Engine
 from dspsim.sim.engine.job import Operand
 from dspsim.sim.engine.model import COMPUTE, LOAD, STORE, CoreGroup, Model
+from dspsim.sim.engine.pool import Engine
 
 
 class _TileTransfer:

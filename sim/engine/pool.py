@@ -1,0 +1,246 @@
+"""Transfer engines and the pool a transfer asks for one: which engine it gets, and when.
+
+A transfer goes to the engine that would finish it first by what it would really get
+there: the least of the engine's rate, its max-min share of the shared region's link and
+its share of its core's L2 port (counting the transfers the pool already has in flight),
+after the engine's transfer in hand and the transfers already waiting for it. A free
+controller of a third of the nominal rate thus takes a transfer whenever the link or the
+port would hold a faster one to that third anyway, as on a C6678 whose eight cores stream
+from MSMC SRAM through all ten EDMA3 transfer controllers; and a transfer still waits for
+a busy fast controller when a free slow one would take longer than the wait and the fast
+transfer together. The choice uses only what the pool itself knows (grants, releases and
+the chip's capacities), never the datapath's rates, so that both fidelities make it alike.
+
+Which cores share a pool is :mod:`dspsim.sim.engine.dma`'s.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+from typing import NamedTuple
+
+from dspsim.sim.engine.network import Flow, Link, max_min_rates
+
+__all__ = ["Engine", "EnginePool", "fair_level"]
+
+
+#: Instants or durations closer than this fraction of the clock are equal to the pool:
+#: far above floating-point rounding, far below a cycle. Ends that are equal by
+#: construction (a transfer waiting for an engine ends where its predecessor's did) must
+#: compare equal whatever the clock reads, or the same state would be decided one way at
+#: one tile and the other way a period later.
+_SLACK = 1e-9
+
+
+class Engine:
+    """One DMA engine or transfer controller: its rate and the regions it reaches."""
+
+    __slots__ = ("name", "rate", "regions", "busy", "free_at", "carrying", "expected")
+
+    def __init__(self, name: str, rate: float, regions: frozenset[str]) -> None:
+        self.name = name
+        self.rate = rate  # bytes per core cycle
+        self.regions = regions
+        self.busy = False
+        # when its transfer in hand should end, and the rate it should move at, as the pool
+        # last estimated them (at every grant and release, see EnginePool._reestimate)
+        self.free_at = 0.0
+        self.expected = 0.0
+        self.carrying: tuple[str, int] | None = None  # (region, core) of that transfer
+
+    def __repr__(self) -> str:
+        return f"Engine({self.name!r}, {self.rate:.3f} B/cycle)"
+
+
+class _Waiter(NamedTuple):
+    core: int
+    region: str
+    nbytes: float
+    then: Callable[[Engine], None]
+
+
+def fair_level(capacity: float, others: list[float], cap: float) -> float:
+    """The max-min fair rate of one more flow capped at ``cap`` on a link of ``capacity``
+    that already carries flows capped at ``others`` (water-filling on that one link)."""
+    left, count = capacity, len(others) + 1
+    for other in sorted(others + [cap]):
+        share = left / count
+        if other >= share:
+            return min(cap, share)
+        if other == cap and cap <= share:
+            return cap
+        left -= other
+        count -= 1
+    return cap
+
+
+class EnginePool:
+    """Engines shared by some cores, granted to transfers in the order they asked.
+
+    ``link_capacity`` gives each shared region's link in bytes per cycle and
+    ``port_capacity`` a core's L2 port. Waiting transfers are considered first come,
+    first served; each takes the engine that would end it first (see the module's
+    docstring), waiting if that one is busy, and the engines it waits for count its
+    transfer as queued work for those behind it.
+    """
+
+    def __init__(self, engines: list[Engine], clock: Callable[[], float],
+                 link_capacity: dict[str, float], port_capacity: float) -> None:
+        # fastest first (ties go to the faster, see _best)
+        self.engines = sorted(engines, key=lambda e: -e.rate)
+        self.clock = clock
+        self.link_capacity = link_capacity
+        self.port_capacity = port_capacity
+        self.waiting: list[_Waiter] = []
+        self._links: dict[object, Link] = {}
+
+    def _link(self, key: object, capacity: float) -> Link:
+        link = self._links.get(key)
+        if link is None:
+            link = self._links[key] = Link(str(key), capacity)
+        return link
+
+    def _reestimate(self, now: float, granted: Engine | None = None,
+                    nbytes: float = 0.0) -> None:
+        """Estimate again when each transfer in flight ends, beside those in flight now.
+
+        The transfers move at their max-min fair shares of their regions' links and their
+        cores' L2 ports, each capped at its engine's rate; the bytes a transfer has left
+        follow from its previous estimate (``granted`` has all its ``nbytes`` left). A
+        transfer granted alone on its core's port slows when its core's next transfers
+        join it there; an end estimated once, at its grant, would stay as early as if it
+        never did, and transfers would queue for its engine expecting it back long before
+        it is (on FT78NE, a core's second and third loads waited for an EDMA3CC0
+        controller the first load held three times as long as the pool expected).
+        """
+        busy = [e for e in self.engines if e.busy]
+        left = [nbytes if e is granted else e.expected * max(e.free_at - now, 0.0)
+                for e in busy]
+        flows = []
+        for engine in busy:
+            region, core = engine.carrying or ("", 0)
+            flows.append(Flow(1.0, (self._link(region, self.link_capacity[region]),
+                                    self._link(("port", core), self.port_capacity)),
+                              engine.rate, None))
+        max_min_rates(flows)
+        for engine, flow, remaining in zip(busy, flows, left, strict=True):
+            engine.expected = flow.rate
+            engine.free_at = now + remaining / flow.rate
+
+    def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
+        """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
+        # an engine carries a transfer exactly while it is busy
+        flights = sorted((e.free_at, e.rate, *e.carrying) for e in self.engines
+                         if e.busy and e.carrying is not None)
+        return [f[0] for f in flights], [f[1:] for f in flights]
+
+    def expected_rate(self, engine: Engine, core: int, region: str,
+                      others: list[tuple[float, str, int]]) -> float:
+        """The rate a transfer of ``core`` to or from ``region`` would get on ``engine``
+        beside the transfers ``others`` (rate, region, core) then in flight: the least of
+        the engine's rate and its fair shares of the region's link and of the core's L2
+        port."""
+        return min(self._shares(engine, core, region, others))
+
+    def _shares(self, engine: Engine, core: int, region: str,
+                others: list[tuple[float, str, int]]) -> tuple[float, float]:
+        """(the engine's rate or its fair share of the region's link, whichever is less;
+        its fair share of the core's L2 port) beside the transfers ``others``."""
+        link = [rate for rate, held_region, _ in others if held_region == region]
+        port = [rate for rate, _, held_core in others if held_core == core]
+        return (fair_level(self.link_capacity[region], link, engine.rate),
+                fair_level(self.port_capacity, port, engine.rate))
+
+    def _best(self, waiter: _Waiter, now: float, queued: dict[Engine, float],
+              flights: tuple[list[float], list], rates: dict[tuple, tuple[float, float]],
+              order: list[Engine]) -> tuple[Engine, float] | None:
+        """The engine that would end ``waiter``'s transfer first, and its expected time
+        on it; None if no engine reaches its region.
+
+        On each engine the transfer would start once the engine is free (its transfer in
+        hand ended, as estimated at its grant, and the transfers waiting for it moved)
+        and move at its expected rate beside the transfers still in flight then.
+        ``rates`` remembers those rates while nothing is granted.
+        """
+        ends, others = flights
+        region, core, nbytes = waiter.region, waiter.core, waiter.nbytes
+        ceiling = min(self.link_capacity[region], self.port_capacity)
+        best, best_end, best_time, best_wasted = None, 0.0, 0.0, 0.0
+        # free engines first (``order``): a busy one is weighed only if it could end sooner
+        for engine in order:
+            if region not in engine.regions:
+                continue
+            ready = (max(now, engine.free_at) if engine.busy else now) + queued.get(engine, 0.0)
+            if best is not None and ready + nbytes / min(engine.rate, ceiling) > best_end:
+                continue
+            # the transfers in flight at ``ready``: all of them now (one running past its
+            # estimated end has not ended), those estimated to end later after a wait (the
+            # engine's own among the ended)
+            slack = _SLACK * max(1.0, ready)
+            still = bisect_right(ends, ready + slack) if ready > now + slack else 0
+            key = (engine.rate, core, region, still)
+            shares = rates.get(key)
+            if shares is None:
+                shares = rates[key] = self._shares(engine, core, region, others[still:])
+            rate = min(shares)
+            took = nbytes / rate
+            end = ready + took
+            # engine time its core's own L2 port would waste (the engine could serve
+            # another core's transfer at the link's rate meanwhile)
+            wasted = took if shares[1] < shares[0] else 0.0
+            # a tie goes to the engine whose time the core's port wastes least, then to a
+            # free engine (it starts now), then to the faster one (listed first), which
+            # can speed up as the transfers beside it end
+            tied = best is not None and end <= best_end + slack
+            if best is None or end < best_end - slack or (tied and (
+                    wasted < best_wasted - slack or (
+                        wasted <= best_wasted + slack and best.busy
+                        and not engine.busy))):
+                best, best_end, best_time, best_wasted = engine, end, took, wasted
+        return None if best is None else (best, best_time)
+
+    def _serve(self) -> None:
+        """Grant waiters whose best engine is free, in the order they asked, until none is."""
+        while self.waiting and any(not e.busy for e in self.engines):
+            granted = self._grant_first()
+            if granted is None:
+                return
+            engine, waiter = granted
+            waiter.then(engine)
+
+    def _grant_first(self) -> tuple[Engine, _Waiter] | None:
+        """Grant the first waiter whose best engine is free; the engines earlier waiters
+        wait for carry their transfers as queued work meanwhile."""
+        now = self.clock()
+        queued: dict[Engine, float] = {}
+        rates: dict[tuple, tuple[float, float]] = {}
+        flights = self._in_flight()
+        order = sorted(self.engines, key=lambda e: e.busy)
+        for index, waiter in enumerate(self.waiting):
+            choice = self._best(waiter, now, queued, flights, rates, order)
+            if choice is None:
+                continue
+            engine, took = choice
+            if engine.busy:
+                queued[engine] = queued.get(engine, 0.0) + took
+                continue
+            del self.waiting[index]
+            engine.busy = True
+            engine.carrying = (waiter.region, waiter.core)
+            self._reestimate(now, engine, waiter.nbytes)
+            return engine, waiter
+        return None
+
+    def request(self, core: int, region: str, nbytes: float,
+                then: Callable[[Engine], None]) -> None:
+        """Call ``then(engine)`` with an engine reaching ``region`` for a transfer of
+        ``nbytes`` of ``core``, now or once the engine it waits for frees."""
+        self.waiting.append(_Waiter(core, region, nbytes, then))
+        self._serve()
+
+    def release(self, engine: Engine) -> None:
+        """``engine`` has finished its transfer: serve the waiters again."""
+        engine.busy = False
+        engine.carrying = None
+        self._reestimate(self.clock())
+        self._serve()
