@@ -2,10 +2,10 @@
 
 A chip describes its DMA either as engines private to each core or as a pool of transfer
 controllers that every core shares (the C6678's EDMA3). To the model both are an
-:class:`~dspsim.sim.engine.pool.EnginePool`: a transfer asks the pool of its core for an engine that reaches its
-region, holds it while its data moves, and gives it back. Which description a chip uses
-changes only which pool a core asks. How a pool picks an engine for a transfer is
-:mod:`dspsim.sim.engine.pool`'s.
+:class:`~dspsim.sim.engine.pool.EnginePool`: a transfer asks the pool of its core for an
+engine that reaches its region, holds it while its data moves, and gives it back. Which
+description a chip uses changes only which pool a core asks. How a pool picks an engine
+for a transfer is :mod:`dspsim.sim.engine.pool`'s.
 
 Which cores share a pool is a :class:`DmaModel`, named by the chip file's ``dma.model``
 and looked up in :data:`DMA_MODELS`. Two are built in (``per_core_engines``,

@@ -167,9 +167,16 @@ class EnginePool:
         ceiling = min(self.link_capacity[region], self.port_capacity)
         best, best_end, best_time, best_wasted = None, 0.0, 0.0, 0.0
         # free engines first (``order``): a busy one is weighed only if it could end sooner
+        free_kinds: set[tuple[float, frozenset[str]]] = set()
         for engine in order:
             if region not in engine.regions:
                 continue
+            if not engine.busy:
+                # a free engine like one weighed already would tie with it and lose the tie
+                kind = (engine.rate, engine.regions)
+                if kind in free_kinds:
+                    continue
+                free_kinds.add(kind)
             ready = (max(now, engine.free_at) if engine.busy else now) + queued.get(engine, 0.0)
             if best is not None and ready + nbytes / min(engine.rate, ceiling) > best_end:
                 continue
