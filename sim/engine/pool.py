@@ -167,16 +167,9 @@ class EnginePool:
         ceiling = min(self.link_capacity[region], self.port_capacity)
         best, best_end, best_time, best_wasted = None, 0.0, 0.0, 0.0
         # free engines first (``order``): a busy one is weighed only if it could end sooner
-        free_kinds: set[tuple[float, frozenset[str]]] = set()
         for engine in order:
             if region not in engine.regions:
                 continue
-            if not engine.busy:
-                # a free engine like one weighed already would tie with it and lose the tie
-                kind = (engine.rate, engine.regions)
-                if kind in free_kinds:
-                    continue
-                free_kinds.add(kind)
             ready = (max(now, engine.free_at) if engine.busy else now) + queued.get(engine, 0.0)
             if best is not None and ready + nbytes / min(engine.rate, ceiling) > best_end:
                 continue
@@ -215,6 +208,16 @@ class EnginePool:
             engine, waiter = granted
             waiter.then(engine)
 
+    def _candidates(self) -> list[Engine]:
+        """The engines a waiter weighs, free ones first: one free engine of each kind (rate
+        and regions), since another free one like it would end a transfer at the same
+        instant and lose the tie to the first, then every busy one."""
+        free: dict[tuple[float, frozenset[str]], Engine] = {}
+        for engine in self.engines:
+            if not engine.busy:
+                free.setdefault((engine.rate, engine.regions), engine)
+        return list(free.values()) + [e for e in self.engines if e.busy]
+
     def _grant_first(self) -> tuple[Engine, _Waiter] | None:
         """Grant the first waiter whose best engine is free; the engines earlier waiters
         wait for carry their transfers as queued work meanwhile."""
@@ -222,7 +225,7 @@ class EnginePool:
         queued: dict[Engine, float] = {}
         rates: dict[tuple, tuple[float, float]] = {}
         flights = self._in_flight()
-        order = sorted(self.engines, key=lambda e: e.busy)
+        order = self._candidates()
         for index, waiter in enumerate(self.waiting):
             choice = self._best(waiter, now, queued, flights, rates, order)
             if choice is None:
