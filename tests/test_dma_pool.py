@@ -10,9 +10,12 @@ import collections
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import dspsim
 from dspsim.placement import c_arguments
+from dspsim.sim.engine.network import Flow, Link, max_min_rates
 from dspsim.sim.engine.pool import Engine, EnginePool, fair_level
 
 
@@ -97,3 +100,13 @@ def test_fair_level_is_the_water_filling_share_of_one_more_flow():
     assert fair_level(12.0, [2.0], 16.0) == 10.0  # the capped flow leaves the rest
     assert fair_level(12.0, [16.0, 16.0], 16.0) == 4.0
     assert fair_level(12.0, [16.0], 3.0) == 3.0  # its own cap binds first
+
+
+@given(capacity=st.floats(0.5, 100.0), others=st.lists(st.floats(0.1, 100.0), max_size=8),
+       cap=st.floats(0.1, 100.0))
+def test_fair_level_is_the_flow_networks_share_on_one_link(capacity, others, cap):
+    # the pool's closed form for one link must agree with the flow network's water-filling
+    link = Link("link", capacity)
+    flows = [Flow(1.0, (link,), rate, None) for rate in others + [cap]]
+    max_min_rates(flows)
+    assert fair_level(capacity, others, cap) == pytest.approx(flows[-1].rate, rel=1e-9)

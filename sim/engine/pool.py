@@ -134,14 +134,6 @@ class EnginePool:
                          if e.busy and e.carrying is not None)
         return [f[0] for f in flights], [f[1:] for f in flights]
 
-    def expected_rate(self, engine: Engine, core: int, region: str,
-                      others: list[tuple[float, str, int]]) -> float:
-        """The rate a transfer of ``core`` to or from ``region`` would get on ``engine``
-        beside the transfers ``others`` (rate, region, core) then in flight: the least of
-        the engine's rate and its fair shares of the region's link and of the core's L2
-        port."""
-        return min(self._shares(engine, core, region, others))
-
     def _shares(self, engine: Engine, core: int, region: str,
                 others: list[tuple[float, str, int]]) -> tuple[float, float]:
         """(the engine's rate or its fair share of the region's link, whichever is less;
