@@ -30,11 +30,6 @@ def by_key(result):
     return {k.key: k for k in result.keys}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FT78NE's pool now spreads transfers over all ten controllers, and its choices make "
-    "cycles step with dma.setup_cycles (fp_gelu_grad_s 32,768 on 8 cores at DDR efficiency "
-    "0.6: 63,552 cycles at 280 setup cycles, 62,685 at 290, as the tile search lands on 15 "
-    "or 128 tiles); the fit ends at 331.75 setup cycles instead of 300"))
 def test_recovers_three_keys_without_noise_and_flags_a_key_no_row_feels(tmp_path):
     truth = {"memory.ddr.efficiency": 0.6, "dma.setup_cycles": 300.0,
              "call.launch_cycles": 420.0}

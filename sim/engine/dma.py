@@ -147,6 +147,6 @@ def engine_pools(config: ChipConfig, cores: tuple[int, ...],
             made[key] = EnginePool([Engine(prefix + spec.name,
                                            config.bytes_per_cycle(spec.bandwidth_gbps),
                                            spec.regions) for spec in config.dma.engines],
-                                   clock, links, port)
+                                   clock, links, port, config.dma.burst_bytes)
         pools[core] = made[key]
     return pools

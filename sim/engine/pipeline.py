@@ -27,24 +27,28 @@ class _TileTransfer:
 
     The setup (programming the transfer and submitting it) is latency before the
     transfer asks for an engine, not engine time: an engine is held only while it moves
-    data, as a transfer controller works through requests submitted to it.
+    data, as a transfer controller works through requests submitted to it. A transfer
+    issued while its direction's previous tile is still on its way sets up meanwhile and
+    asks for an engine once that tile has arrived (see :class:`_Move`).
     """
 
-    __slots__ = ("pipeline", "direction", "thread", "operand", "tile", "nbytes", "engine",
-                 "started", "granted", "then")
+    __slots__ = ("move", "pipeline", "direction", "thread", "operand", "tile", "nbytes",
+                 "engine", "started", "granted", "then", "set_up")
 
-    def __init__(self, pipeline: _Pipeline, direction: str, thread: str, operand: Operand,
-                 tile: int, nbytes: int, then: Callable) -> None:
-        self.pipeline = pipeline
-        self.direction = direction
+    def __init__(self, move: _Move, thread: str, operand: Operand, tile: int,
+                 nbytes: int) -> None:
+        self.move = move
+        self.pipeline = move.pipeline
+        self.direction = move.direction
         self.thread = thread
         self.operand = operand
         self.tile = tile
         self.nbytes = nbytes
         self.engine: Engine | None = None  # the engine that moves it, once granted
-        self.started = 0.0
+        self.started = 0.0  # issued, or (if later) when its direction was free for it
         self.granted = 0.0  # when an engine took it: its data moves from then on
-        self.then = then
+        self.then = move.one_done
+        self.set_up = False
 
     def start(self) -> None:
         model = self.pipeline.model
@@ -53,6 +57,12 @@ class _TileTransfer:
         model.after(model.config.dma.setup_cycles, self._set_up)
 
     def _set_up(self, _event) -> None:
+        self.set_up = True
+        if not self.move.behind:
+            self.request()
+
+    def request(self) -> None:
+        """Ask the core's pool for an engine."""
         pipeline = self.pipeline
         pipeline.model.pools[pipeline.group.core].request(
             pipeline.group.core, self.operand.span.region, self.nbytes, self._granted)
@@ -80,26 +90,53 @@ class _TileTransfer:
 
 
 class _Move:
-    """One direction's transfers of one tile: done when its last operand has arrived."""
+    """One direction's transfers of one tile: done when its last operand has arrived.
 
-    __slots__ = ("pipeline", "direction", "waiting", "started", "then")
+    A direction's tiles move one after the other, in order: a program issues the next
+    tile's transfers as soon as a buffer is free for them, before it waits for the tile
+    on its way, so their setups pass while that tile moves; they ask for engines once it
+    has arrived. A move (and each of its slices in the trace) begins when its direction
+    is free for it, so a thread's slices never overlap.
+    """
+
+    __slots__ = ("pipeline", "direction", "waiting", "started", "then", "transfers",
+                 "behind", "next")
 
     def __init__(self, pipeline: _Pipeline, direction: str, operands: int,
-                 then: Callable) -> None:
+                 then: Callable, behind: bool) -> None:
         self.pipeline = pipeline
         self.direction = direction
         self.waiting = operands
         self.started = pipeline.model.env.now
         self.then = then
+        self.transfers: list[_TileTransfer] = []
+        self.behind = behind  # the direction's previous tile has not arrived yet
+        self.next: _Move | None = None  # the direction's next tile, issued behind this one
 
     def one_done(self) -> None:
         self.waiting -= 1
         if not self.waiting:
             pipeline = self.pipeline
             pipeline.moves.remove(self)
+            now = pipeline.model.env.now
             # busy: while any of the direction's transfers was in flight
-            pipeline.group.busy[self.direction] += pipeline.model.env.now - self.started
+            pipeline.group.busy[self.direction] += now - self.started
+            following = self.next
+            if following is None:
+                del pipeline.last_move[self.direction]
             self.then()
+            if following is not None:
+                following.direction_free(now)
+
+    def direction_free(self, now: float) -> None:
+        """The direction's previous tile has arrived: the transfers set up ask for
+        engines, the others will once set up."""
+        self.behind = False
+        self.started = max(self.started, now)
+        for transfer in self.transfers:
+            transfer.started = max(transfer.started, now)
+            if transfer.set_up:
+                transfer.request()
 
 
 class _Pipeline:
@@ -107,7 +144,9 @@ class _Pipeline:
 
     Two input buffers and two output buffers: loading tile i+1 may start once tile i-1's
     inputs are consumed; computing tile i needs its inputs loaded and a free output
-    buffer; storing tile i frees its output buffer.
+    buffer; storing tile i frees its output buffer. A load or store is issued as soon as
+    its buffer allows, even while the previous one of its direction is on its way: its
+    setup then overlaps that transfer (see :class:`_TileTransfer`).
     """
 
     def __init__(self, model: Model, datapath, group: CoreGroup, then: Callable,
@@ -115,14 +154,17 @@ class _Pipeline:
         self.model = model
         self.steady = steady  # a SteadyState told of the tiles computed, or None
         self.in_flight: list[_TileTransfer] = []
+        # each direction's newest move not yet arrived: the next one waits behind it
+        self.last_move: dict[str, _Move] = {}
         self.moves: list[_Move] = []
         self.datapath = datapath
         self.group = group
         self.tiles = group.tiles
         self.then = then
         self.free_inputs, self.loaded, self.free_outputs, self.computed = 2, 0, 2, 0
-        self.next_load = self.next_compute = self.next_store = 0
-        self.loading = self.computing = self.storing = False
+        # the next tile to issue a load for, to compute, to issue a store for; tiles stored
+        self.next_load = self.next_compute = self.next_store = self.stored = 0
+        self.computing = False
         self.compute_started = 0.0
         for member in group.members:
             member.tiles = len(self.tiles)
@@ -142,23 +184,27 @@ class _Pipeline:
         operands = job.inputs if direction == LOAD else job.outputs
         first, stop = self.tiles[index]
         nbytes = (stop - first) * job.itemsize
-        move = _Move(self, direction, len(operands), then)
+        previous = self.last_move.get(direction)
+        move = _Move(self, direction, len(operands), then, behind=previous is not None)
+        if previous is not None:
+            previous.next = move
+        self.last_move[direction] = move
         self.moves.append(move)
         for k, operand in enumerate(operands):
             thread = direction if len(operands) == 1 else f"{direction}.{k}"
-            _TileTransfer(self, direction, thread, operand, index, nbytes, move.one_done).start()
+            move.transfers.append(_TileTransfer(move, thread, operand, index, nbytes))
+        for transfer in move.transfers:
+            transfer.start()
 
     # loader
     def _try_load(self) -> None:
-        if self.loading or self.next_load == len(self.tiles) or not self.free_inputs:
-            return
-        self.loading = True
-        self.free_inputs -= 1
-        self._move(LOAD, self.next_load, self._loaded)
+        while self.next_load < len(self.tiles) and self.free_inputs:
+            self.free_inputs -= 1
+            self.next_load += 1
+            self._move(LOAD, self.next_load - 1, self._loaded)
 
     def _loaded(self, _event=None) -> None:
-        self.loading = False
-        self.next_load += 1
+        # a direction's moves arrive in tile order: each operand's transfers do
         self.loaded += 1
         self._try_compute()
         self._try_load()
@@ -193,17 +239,15 @@ class _Pipeline:
 
     # storer
     def _try_store(self) -> None:
-        if self.storing or not self.computed:
-            return
-        self.storing = True
-        self.computed -= 1
-        self._move(STORE, self.next_store, self._stored)
+        while self.computed:
+            self.computed -= 1
+            self.next_store += 1
+            self._move(STORE, self.next_store - 1, self._stored)
 
     def _stored(self, _event=None) -> None:
-        self.storing = False
-        self.next_store += 1
+        self.stored += 1
         self.free_outputs += 1
-        if self.next_store == len(self.tiles):
+        if self.stored == len(self.tiles):
             for member in self.group.members:
                 member.finish = self.model.env.now
             self.then()

@@ -8,8 +8,12 @@ controller of a third of the nominal rate thus takes a transfer whenever the lin
 port would hold a faster one to that third anyway, as on a C6678 whose eight cores stream
 from MSMC SRAM through all ten EDMA3 transfer controllers; and a transfer still waits for
 a busy fast controller when a free slow one would take longer than the wait and the fast
-transfer together. The choice uses only what the pool itself knows (grants, releases and
-the chip's capacities), never the datapath's rates, so that both fidelities make it alike.
+transfer together; a busy engine is weighed against a free one on the same crowd of
+transfers in flight, and only when it is faster than every free one that would not waste
+its time on the core's L2 port. Ends closer than one burst's trip are ties: the fast
+timing's fluid flows and the detailed timing's bursts end a transfer up to that far
+apart. The choice uses only what the pool itself knows (grants, releases and the chip's
+capacities), never the datapath's rates, so that both fidelities make it alike.
 
 Which cores share a pool is :mod:`dspsim.sim.engine.dma`'s.
 """
@@ -85,7 +89,8 @@ class EnginePool:
     """
 
     def __init__(self, engines: list[Engine], clock: Callable[[], float],
-                 link_capacity: dict[str, float], port_capacity: float) -> None:
+                 link_capacity: dict[str, float], port_capacity: float,
+                 burst_bytes: float = 0.0) -> None:
         # fastest first (ties go to the faster, see _best)
         self.engines = sorted(engines, key=lambda e: -e.rate)
         self.clock = clock
@@ -93,6 +98,12 @@ class EnginePool:
         self.port_capacity = port_capacity
         self.waiting: list[_Waiter] = []
         self._links: dict[object, Link] = {}
+        # ends closer than one burst's trip through the narrower of a region's link and
+        # the port are ties (see _best): bursts end a transfer up to that far from where
+        # fluid flows end it, and a finer choice would go one way in one fidelity and the
+        # other way in the other
+        self._tie = {region: burst_bytes / min(capacity, port_capacity)
+                     for region, capacity in link_capacity.items()}
 
     def _link(self, key: object, capacity: float) -> Link:
         link = self._links.get(key)
@@ -157,13 +168,18 @@ class EnginePool:
         ends, others = flights
         region, core, nbytes = waiter.region, waiter.core, waiter.nbytes
         ceiling = min(self.link_capacity[region], self.port_capacity)
-        best, best_end, best_time, best_wasted = None, 0.0, 0.0, 0.0
-        # free engines first (``order``): a busy one is weighed only if it could end sooner
+        best, best_end, best_time, best_wasted, best_rate = None, 0.0, 0.0, 0.0, 0.0
+        tie = self._tie[region]
+        # free engines first (``order``): a busy one is weighed only if it could end
+        # sooner, and is faster than every free one that would move the transfer without
+        # wasting its time on the core's port (such a free engine gets, from the moment
+        # the busy one would free, what the busy one would give, and moves bytes meanwhile)
+        fastest_free = 0.0
         for engine in order:
-            if region not in engine.regions:
+            if region not in engine.regions or (engine.busy and engine.rate <= fastest_free):
                 continue
             ready = (max(now, engine.free_at) if engine.busy else now) + queued.get(engine, 0.0)
-            if best is not None and ready + nbytes / min(engine.rate, ceiling) > best_end:
+            if best is not None and ready + nbytes / min(engine.rate, ceiling) > best_end + tie:
                 continue
             # the transfers in flight at ``ready``: all of them now (one running past its
             # estimated end has not ended), those estimated to end later after a wait (the
@@ -177,18 +193,33 @@ class EnginePool:
             rate = min(shares)
             took = nbytes / rate
             end = ready + took
+            rival_end = best_end
+            if engine.busy and best is not None and not best.busy and not best_wasted:
+                # judge the free engine on the same crowd: it moves bytes until ``ready``
+                # too, and from then on as fast as the transfers still in flight let it
+                moved = (ready - now) * best_rate
+                if moved >= nbytes:
+                    continue
+                later_key = (best.rate, core, region, still)
+                later = rates.get(later_key)
+                if later is None:
+                    later = rates[later_key] = self._shares(best, core, region, others[still:])
+                rival_end = ready + (nbytes - moved) / min(later)
             # engine time its core's own L2 port would waste (the engine could serve
             # another core's transfer at the link's rate meanwhile)
             wasted = took if shares[1] < shares[0] else 0.0
+            if not engine.busy and not wasted:
+                fastest_free = max(fastest_free, engine.rate)
             # a tie goes to the engine whose time the core's port wastes least, then to a
             # free engine (it starts now), then to the faster one (listed first), which
             # can speed up as the transfers beside it end
-            tied = best is not None and end <= best_end + slack
-            if best is None or end < best_end - slack or (tied and (
+            tied = best is not None and end <= rival_end + tie + slack
+            if best is None or end < rival_end - tie - slack or (tied and (
                     wasted < best_wasted - slack or (
                         wasted <= best_wasted + slack and best.busy
                         and not engine.busy))):
-                best, best_end, best_time, best_wasted = engine, end, took, wasted
+                best, best_end, best_time, best_wasted, best_rate = (
+                    engine, end, took, wasted, rate)
         return None if best is None else (best, best_time)
 
     def _serve(self) -> None:

@@ -169,7 +169,7 @@ class SteadyState:
         periods = None
         for pipeline, advance, run_ends, then in zip(self.pipelines, advances, self._run_ends,
                                                     previous.computed, strict=True):
-            if pipeline.next_store == len(pipeline.tiles):
+            if pipeline.stored == len(pipeline.tiles):
                 if advance:
                     return 0, advances
                 continue  # finished before the period began: it takes no part
@@ -223,6 +223,7 @@ class SteadyState:
             pipeline.next_load += tiles
             pipeline.next_compute += tiles
             pipeline.next_store += tiles
+            pipeline.stored += tiles
             pipeline.compute_started += shift
             for transfer in pipeline.in_flight:
                 transfer.started += shift

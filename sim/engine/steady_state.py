@@ -76,19 +76,19 @@ class TimelineState:
         for pipeline in self.pipelines:
             base = pipeline.next_compute
             key.append((pipeline.free_inputs, pipeline.loaded, pipeline.free_outputs,
-                        pipeline.computed, pipeline.loading, pipeline.computing,
-                        pipeline.storing, pipeline.next_load - base, base - pipeline.next_store,
-                        pipeline.next_store == len(pipeline.tiles)))
+                        pipeline.computed, pipeline.computing, pipeline.next_load - base,
+                        base - pipeline.next_store, base - pipeline.stored,
+                        pipeline.stored == len(pipeline.tiles)))
             if pipeline.computing:
                 time(now - pipeline.compute_started, Handle(pipeline, ("compute_started",), -1))
             for transfer in sorted(pipeline.in_flight,
                                    key=lambda t: (t.thread, t.tile, t.started)):
-                key.append((transfer.thread, transfer.tile - base,
+                key.append((transfer.thread, transfer.tile - base, transfer.set_up,
                             _kind(transfer.engine) if transfer.engine is not None else None))
                 moved = ("started", "granted") if transfer.engine is not None else ("started",)
                 time(now - transfer.started, Handle(transfer, moved, -1))
             for move in pipeline.moves:
-                key.append((move.direction, move.waiting))
+                key.append((move.direction, move.waiting, move.behind))
                 time(now - move.started, Handle(move, ("started",), -1))
         # pending events by what they will do; a stale flow timer does nothing
         pending = sorted((self.describe(entry[3].callbacks[0]), entry[0] - now, entry[2])
