@@ -32,14 +32,13 @@ class _TileTransfer:
     asks for an engine once that tile has arrived (see :class:`_Move`).
     """
 
-    __slots__ = ("move", "pipeline", "direction", "thread", "operand", "tile", "nbytes",
-                 "engine", "started", "granted", "then", "set_up")
+    __slots__ = ("move", "pipeline", "thread", "operand", "tile", "nbytes", "engine",
+                 "started", "granted", "set_up")
 
     def __init__(self, move: _Move, thread: str, operand: Operand, tile: int,
                  nbytes: int) -> None:
         self.move = move
-        self.pipeline = move.pipeline
-        self.direction = move.direction
+        self.pipeline = move.pipeline  # read at every step of the transfer
         self.thread = thread
         self.operand = operand
         self.tile = tile
@@ -47,7 +46,6 @@ class _TileTransfer:
         self.engine: Engine | None = None  # the engine that moves it, once granted
         self.started = 0.0  # issued, or (if later) when its direction was free for it
         self.granted = 0.0  # when an engine took it: its data moves from then on
-        self.then = move.one_done
         self.set_up = False
 
     def start(self) -> None:
@@ -71,14 +69,14 @@ class _TileTransfer:
         pipeline = self.pipeline
         self.engine = engine
         self.granted = pipeline.model.env.now
-        pipeline.datapath.transfer(pipeline.group, self.direction, self.operand, self.nbytes,
-                                   engine.rate, self._moved)
+        pipeline.datapath.transfer(pipeline.group, self.move.direction, self.operand,
+                                   self.nbytes, engine.rate, self._moved)
 
     def _moved(self, _event=None) -> None:
         pipeline, engine = self.pipeline, self.engine
         assert engine is not None, "a transfer moves only once an engine was granted"
         model, group = pipeline.model, pipeline.group
-        ledger = model.bytes_read if self.direction == LOAD else model.bytes_written
+        ledger = model.bytes_read if self.move.direction == LOAD else model.bytes_written
         ledger[self.operand.span.region] += self.nbytes * group.weight
         now = model.env.now
         if model.log is not None:
@@ -86,7 +84,7 @@ class _TileTransfer:
                                engine.name, self.granted)
         pipeline.in_flight.remove(self)
         model.pools[group.core].release(engine)
-        self.then()
+        self.move.one_done()
 
 
 class _Move:

@@ -154,6 +154,17 @@ class EnginePool:
         return (fair_level(self.link_capacity[region], link, engine.rate),
                 fair_level(self.port_capacity, port, engine.rate))
 
+    def _shares_after(self, engine: Engine, core: int, region: str,
+                      others: list[tuple[float, str, int]], still: int,
+                      rates: dict[tuple, tuple[float, float]]) -> tuple[float, float]:
+        """:meth:`_shares` beside the transfers ``others[still:]`` (those still in flight
+        once the first ``still`` have ended), remembered in ``rates`` by what decides them."""
+        key = (engine.rate, core, region, still)
+        shares = rates.get(key)
+        if shares is None:
+            shares = rates[key] = self._shares(engine, core, region, others[still:])
+        return shares
+
     def _best(self, waiter: _Waiter, now: float, queued: dict[Engine, float],
               flights: tuple[list[float], list], rates: dict[tuple, tuple[float, float]],
               order: list[Engine]) -> tuple[Engine, float] | None:
@@ -186,10 +197,7 @@ class EnginePool:
             # engine's own among the ended)
             slack = _SLACK * max(1.0, ready)
             still = bisect_right(ends, ready + slack) if ready > now + slack else 0
-            key = (engine.rate, core, region, still)
-            shares = rates.get(key)
-            if shares is None:
-                shares = rates[key] = self._shares(engine, core, region, others[still:])
+            shares = self._shares_after(engine, core, region, others, still, rates)
             rate = min(shares)
             took = nbytes / rate
             end = ready + took
@@ -200,10 +208,7 @@ class EnginePool:
                 moved = (ready - now) * best_rate
                 if moved >= nbytes:
                     continue
-                later_key = (best.rate, core, region, still)
-                later = rates.get(later_key)
-                if later is None:
-                    later = rates[later_key] = self._shares(best, core, region, others[still:])
+                later = self._shares_after(best, core, region, others, still, rates)
                 rival_end = ready + (nbytes - moved) / min(later)
             # engine time its core's own L2 port would waste (the engine could serve
             # another core's transfer at the link's rate meanwhile)
