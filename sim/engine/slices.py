@@ -59,8 +59,10 @@ class SliceLog:
         self.engine_on = engine_on
         self.activities: list[Activity] = []
         # stretches of activities repeated by a closed-form steady state:
-        # (position in activities, first, last, period, repeats, tiles per period by group)
-        self._repeats: list[tuple[int, int, int, float, int, dict[int, int]]] = []
+        # (position in activities, first, last, period, repeats, tiles per period by group,
+        # each activity's slide per period or None)
+        self._repeats: list[tuple[int, int, int, float, int, dict[int, int],
+                                  list[tuple[float, float, float]] | None]] = []
         self._expanded: dict[float, list[Slice]] = {}
 
     def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
@@ -75,31 +77,63 @@ class SliceLog:
         self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
 
     def repeat(self, first: int, last: int, period: float, repeats: int,
-               advances: dict[int, int]) -> None:
+               advances: dict[int, int], before: int | None = None) -> None:
         """The activities recorded ``first`` to ``last`` happen again ``repeats`` times, each
         ``period`` cycles later and ``advances[id(group)]`` tiles further than the one before.
+
+        With ``before`` (a state that repeats but for a steady slide of phases), the
+        activities ``before`` to ``first`` are the same ones a period earlier: each activity
+        then slides on, period after period, by as much as it slid over the last one, as
+        the state it came from does.
 
         Kept as one record, expanded when slices are asked for: a steady state advanced in
         closed form costs no Python work per skipped tile unless its trace is wanted.
         """
-        self._repeats.append((len(self.activities), first, last, period, repeats, advances))
+        slides = (self._slides(before, first, last, period, advances)
+                  if before is not None else None)
+        self._repeats.append((len(self.activities), first, last, period, repeats, advances,
+                              slides))
+
+    def _slides(self, before: int, first: int, last: int, period: float,
+                advances: dict[int, int]) -> list[tuple[float, float, float]]:
+        """How far each activity ``first`` to ``last`` moved, besides ``period``, from its
+        counterpart among ``before`` to ``first`` (the same group, engine, operand and tile
+        less the group's advance): (start, end, granted); none for one without."""
+        def key(activity: Activity, tiles: int) -> tuple:
+            group = activity.group
+            tile = activity.tile
+            if tile is not None and group is not None:
+                tile -= tiles * advances[id(group)]
+            return (id(group), activity.engine, activity.operand, tile, activity.name
+                    if group is None else None)
+
+        earlier = {key(a, 0): a for a in self.activities[before:first]}
+        slides = []
+        for activity in self.activities[first:last]:
+            was = earlier.get(key(activity, 1))
+            slides.append((0.0, 0.0, 0.0) if was is None else (
+                activity.start - was.start - period, activity.end - was.end - period,
+                activity.granted - was.granted - period))
+        return slides
 
     def all_activities(self):
         """Every activity in recording order, the repeated stretches expanded."""
         activities, position = self.activities, 0
-        for at, first, last, period, repeats, advances in self._repeats:
+        for at, first, last, period, repeats, advances, slides in self._repeats:
             yield from activities[position:at]
             position = at
             recorded = activities[first:last]
+            moves = slides or [(0.0, 0.0, 0.0)] * len(recorded)
             for repeat in range(1, repeats + 1):
                 offset = repeat * period
-                for activity in recorded:
+                for activity, (start, end, granted) in zip(recorded, moves, strict=True):
                     tile = activity.tile
                     if tile is not None and activity.group is not None:
                         tile += repeat * advances[id(activity.group)]
-                    yield activity._replace(tile=tile, start=activity.start + offset,
-                                            end=activity.end + offset,
-                                            granted=activity.granted + offset)
+                    yield activity._replace(tile=tile,
+                                            start=activity.start + offset + repeat * start,
+                                            end=activity.end + offset + repeat * end,
+                                            granted=activity.granted + offset + repeat * granted)
         yield from activities[position:]
 
     def slices(self, origin: float = 0.0) -> list[Slice]:

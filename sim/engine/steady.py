@@ -123,16 +123,17 @@ class SteadyState:
             change = continuous - previous.continuous
             if np.all(np.abs(change) <= scaled):
                 return self._advance(previous, snapshot)
-            drift = self._drift(earlier[:index], previous, snapshot, change, scaled)
-            if drift is not None:
-                return self._advance(previous, snapshot, drift)
+            sliding = self._drift(earlier[:index], previous, snapshot, change, scaled)
+            if sliding is not None:
+                return self._advance(previous, snapshot, *sliding)
         return False
 
     def _drift(self, before: list[_Snapshot], previous: _Snapshot, current: _Snapshot,
-               change: np.ndarray, scaled: np.ndarray) -> np.ndarray | None:
+               change: np.ndarray, scaled: np.ndarray) -> tuple[np.ndarray, _Snapshot] | None:
         """The change per period of a state that repeats but for a steady slide of some
         pipelines' phases against the others' (the same change over the period before, no
-        rate changing, each pipeline as many tiles further); None if it is not that."""
+        rate changing, each pipeline as many tiles further), and the snapshot a period
+        before ``previous``; None if it is not that."""
         period = current.now - previous.now
         scale = current.scale
         times = np.isnan(scale)
@@ -147,7 +148,7 @@ class SteadyState:
                     == advances
                     and np.all(np.abs(change - (previous.continuous - older.continuous))
                                <= scaled)):
-                return change
+                return change, older
         return None
 
     def _snapshot(self, continuous: np.ndarray, scale: np.ndarray) -> _Snapshot:
@@ -185,9 +186,10 @@ class SteadyState:
         return max(0, periods or 0), advances
 
     def _advance(self, previous: _Snapshot, current: _Snapshot,
-                 drift: np.ndarray | None = None) -> bool:
+                 drift: np.ndarray | None = None, older: _Snapshot | None = None) -> bool:
         """Skip as many whole periods as fit; False if none does. With ``drift`` (the
-        state's change per period), the sliding parts slide on as they did."""
+        state's change per period) and ``older`` (the snapshot a period before
+        ``previous``), the sliding parts slide on as they did, and so do the slices."""
         periods, advances = self._periods_ahead(previous, current)
         period = current.now - previous.now
         handles: list = []
@@ -251,7 +253,7 @@ class SteadyState:
         repeat_ddr_samples(self.timeline, previous.now, current.now, periods)
         if model.log is not None:
             self._repeat_activities(previous.activities, current.activities, period, periods,
-                                    advances)
+                                    advances, older.activities if older is not None else None)
         self.skipped_periods += periods
         self.skipped_cycles += shift
         return True
@@ -275,9 +277,10 @@ class SteadyState:
             heapq.heapify(queue)
 
     def _repeat_activities(self, first: int, last: int, period: float, periods: int,
-                           advances: list[int]) -> None:
+                           advances: list[int], before: int | None) -> None:
         """Record the slices of the skipped periods: those of the repeated one, each
-        ``period`` later and its pipeline's tiles per period further."""
+        ``period`` later and its pipeline's tiles per period further (and, for a sliding
+        state, each slid on as it slid since ``before``)."""
         self.model.log.repeat(first, last, period, periods,
                               {id(p.group): a for p, a in zip(self.pipelines, advances,
-                                                              strict=True)})
+                                                              strict=True)}, before)
