@@ -98,6 +98,7 @@ class EnginePool:
         self.port_capacity = port_capacity
         self.waiting: list[_Waiter] = []
         self._links: dict[object, Link] = {}
+        self._rate_memo: dict[tuple, dict[tuple[str, int, float], float]] = {}
         # ends closer than one burst's trip through the narrower of a region's link and
         # the port are ties (see _best): bursts end a transfer up to that far from where
         # fluid flows end it, and a finer choice would go one way in one fidelity and the
@@ -127,16 +128,26 @@ class EnginePool:
         busy = [e for e in self.engines if e.busy]
         left = [nbytes if e is granted else e.expected * max(e.free_at - now, 0.0)
                 for e in busy]
-        flows = []
-        for engine in busy:
-            region, core = engine.carrying or ("", 0)
-            flows.append(Flow(1.0, (self._link(region, self.link_capacity[region]),
-                                    self._link(("port", core), self.port_capacity)),
-                              engine.rate, None))
-        max_min_rates(flows)
-        for engine, flow, remaining in zip(busy, flows, left, strict=True):
-            engine.expected = flow.rate
-            engine.free_at = now + remaining / flow.rate
+        rates = self._fair_rates(tuple(sorted((*(e.carrying or ("", 0)), e.rate)
+                                              for e in busy)))
+        for engine, remaining in zip(busy, left, strict=True):
+            engine.expected = rate = rates[(*(engine.carrying or ("", 0)), engine.rate)]
+            engine.free_at = now + remaining / rate
+
+    def _fair_rates(self, carried: tuple[tuple[str, int, float], ...]
+                    ) -> dict[tuple[str, int, float], float]:
+        """The max-min fair rate of each (region, core, engine rate) of transfers in flight
+        ``carried`` (sorted): remembered, since a pool sees the same few mixes again and
+        again, and transfers alike get the same rate."""
+        rates = self._rate_memo.get(carried)
+        if rates is None:
+            flows = [Flow(1.0, (self._link(region, self.link_capacity[region]),
+                                self._link(("port", core), self.port_capacity)), rate, None)
+                     for region, core, rate in carried]
+            max_min_rates(flows)
+            rates = self._rate_memo[carried] = {
+                key: flow.rate for key, flow in zip(carried, flows, strict=True)}
+        return rates
 
     def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
         """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
