@@ -15,14 +15,20 @@ from dspsim.traces.usage import pool_of, resource_usage
 DDR, MIB = 0x80000000, 1 << 20
 
 
-def test_skipped_periods_keep_every_engine_to_one_transfer_at_a_time():
+# the tile the search chooses, and 264 tiles a core: there the two cores' phases slide
+# against each other by 3.4 cycles a period, and a skip's slices must slide with them (copied
+# at the bare period, each skip's last store overlapped the next one on its controller)
+@pytest.mark.parametrize("tile_bytes", [None, 7952], ids=["chosen tile", "sliding phases"])
+def test_skipped_periods_keep_every_engine_to_one_transfer_at_a_time(tile_bytes):
     # timing only, and long enough for whole periods to be skipped (the solver simulates
     # the fill and the drain; two cores on FT78NE's shared pools skip from about 2^19)
     chip, n = dspsim.Chip("ft78ne"), 1 << 20
     for address in (DDR, DDR + 64 * MIB):
         chip.zero(address, n, "fp32")
     result = chip.call("fp_relu_grad_s", DDR, DDR + 64 * MIB, DDR + 128 * MIB, n, 0x3,
-                       numerics=False)
+                       numerics=False, tile_bytes=tile_bytes)
+    if tile_bytes is not None:
+        assert result.timing.tiling.tiles_per_core == 264
     timing = result.timing
     assert timing.solved_cycles > 0.25 * timing.cycles  # the steady state was skipped
     transfers: dict[str, list[tuple[float, float]]] = {}
