@@ -49,10 +49,11 @@ NEIGHBOURS = 1
 #: ... while it has at most this many tiles per core.
 NEIGHBOUR_TILES = 16
 #: Among few tiles, where burst arbitration makes the curve jagged, the neighbours of every
-#: count within this fraction of the fastest are simulated too, until none is faster: a
-#: walk by doubling and halving can step over the best count (MT7004 relu_grad 16,384
-#: elements on one core at 250 setup cycles: 13 tiles 13,977 cycles, 6 tiles 14,193, 7
-#: tiles 13,632), and more setup cycles would then find it and look faster.
+#: count within this fraction of the fastest are simulated too, round after round while a
+#: round finds a faster count: a walk by doubling and halving can step over the best count
+#: (MT7004 relu_grad 16,384 elements on one core at 250 setup cycles: 13 tiles 13,977
+#: cycles, 6 tiles 14,193, 7 tiles 13,632), and more setup cycles would then find it and
+#: look faster.
 NEAR_BEST = 0.02
 #: The doubling walk takes a step only if it saves more than this fraction of the cycles:
 #: past the pipeline's knee a doubling gains a few cycles in 10^5 and costs twice the
@@ -115,7 +116,8 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     (:data:`WORTH_A_STEP`; the estimate is close, not exact, and a narrow DMA pool makes
     the curve lumpy), then the neighbours of the
     best when it has few tiles, where one tile more or less still matters, and of every
-    count nearly as fast (:data:`NEAR_BEST`) until none is faster. ``time_count``
+    count nearly as fast (:data:`NEAR_BEST`), round after round while a round finds a
+    faster count. ``time_count``
     times a count (and remembers it): by simulating it, or by a lower bound when that
     bound already exceeds the fastest simulated time.
     """
@@ -142,17 +144,18 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     if current > NEIGHBOUR_TILES:
         return
     refined: set[int] = set()
+    fastest = min(timed(c) for c in visited)
     while True:
-        fastest = min(timed(c) for c in visited)
         near = sorted(c for c in visited - refined
                       if c <= NEIGHBOUR_TILES and timed(c) <= fastest * (1 + NEAR_BEST))
-        if not near:
-            return
         for count in near:
             refined.add(count)
             for neighbour in (count - NEIGHBOURS, count + NEIGHBOURS):
                 if fewest <= neighbour <= most:
                     timed(neighbour)
+        before, fastest = fastest, min(timed(c) for c in visited)
+        if not near or fastest >= before - TIE_CYCLES:
+            return  # a round of neighbours found nothing faster: the curve's best is known
 
 
 # ----------------------------------------------------------------------------- choice
