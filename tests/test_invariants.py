@@ -136,8 +136,8 @@ def test_one_more_core_on_a_pool_chip_whose_controllers_it_used_to_slow():
     # with 128 reserved or 128 KiB with none: 457,410 -> 458,788, 458,512 -> 458,788).
     # With each tile's setup overlapping the previous tile's move and ends a burst apart
     # weighed as ties: 458,264 -> 454,458; 458,264 -> 462,565 (+0.94%); 464,498 -> 462,565.
-    # With a waiter on an idle port served first: 403,455 -> 404,070; the same; 403,497 ->
-    # 404,070.
+    # With a waiter a busy port would slow passed over: 403,455 -> 404,070; the same;
+    # 403,497 -> 404,070.
     raw = copy.deepcopy(RAW["mt7004"])
     raw["cores"] = 8
     raw["vector"]["lane_width_bits"] = 128
@@ -180,7 +180,8 @@ def test_one_more_core_on_a_pool_chip_with_fewer_controllers_than_cores():
     # already carried a transfer (each then moved at half the 4-byte port) while another
     # core's port stood idle: 7 -> 8 cores took 254,898 -> 286,968 cycles (+12.58%), the
     # 7 cores' figure a fast-model outlier (713 tiles: 254,842 fast, 277,931 detailed). A
-    # waiter on an idle port now goes first: 244,495 -> 243,907.
+    # waiter whose busy port would hold it below its DDR share is now passed over for one
+    # whose port is idle: 244,495 -> 243,907.
     raw, call = _fewer_controllers_than_cores()
     never_slower(cycles(raw, *call, 7, "ddr"), cycles(raw, *call, 8, "ddr"), "7 -> 8 cores")
 

@@ -12,16 +12,17 @@ transfer together; a busy engine is weighed against a free one on the same crowd
 transfers in flight, and only when it is faster than every free one that would not waste
 its time on the core's L2 port. Ends closer than one burst's trip are ties: the fast
 timing's fluid flows and the detailed timing's bursts end a transfer up to that far
-apart. Among the waiters whose best engine is free, one whose core's L2 port carries none
-of the pool's transfers goes first, in the order they asked, then the others: a second
-transfer on a busy port gets half of it while holding a whole engine, and when engines
-are fewer than cores and the ports bind, serving first come first served left engines
-moving well under a port's rate while another core's port stood idle (FT78NE redrawn
-with five 77.7 GB/s controllers for eight cores and 4-byte ports: 3.2 B/cycle a held
-engine instead of 4, and a call whose cycles hung on which transfer reached an engine a
-burst earlier, fast and detailed 9.7% apart). The choice uses only what the pool itself
-knows (grants, releases and the chip's capacities), never the datapath's rates, so that
-both fidelities make it alike.
+apart. Among the waiters whose best engine is free, one whose core's L2 port already
+carries a transfer of the pool, and would hold its transfer below what the rest of its
+path allows, is passed over for a later one: it would keep a whole engine moving at a
+fraction of the port while another core's port stood idle. When engines are fewer than
+cores and the ports bind (FT78NE redrawn with five 77.7 GB/s controllers for eight cores
+and 4-byte ports), serving first come first served left each held engine moving 3.2
+B/cycle instead of 4, and the cycles hung on which transfer reached an engine a burst
+earlier: fast and detailed 9.7% apart. Where DDR binds instead, first come first served
+stands: a core whose loads all get engines starts computing sooner. The choice uses only
+what the pool itself knows (grants, releases and the chip's capacities), never the
+datapath's rates, so that both fidelities make it alike.
 
 Which cores share a pool is :mod:`dspsim.sim.engine.dma`'s.
 """
@@ -186,9 +187,10 @@ class EnginePool:
 
     def _best(self, waiter: _Waiter, now: float, queued: dict[Engine, float],
               flights: tuple[list[float], list], rates: dict[tuple, tuple[float, float]],
-              order: list[Engine]) -> tuple[Engine, float] | None:
-        """The engine that would end ``waiter``'s transfer first, and its expected time
-        on it; None if no engine reaches its region.
+              order: list[Engine]) -> tuple[Engine, float, bool] | None:
+        """The engine that would end ``waiter``'s transfer first, its expected time on it
+        and whether the core's L2 port would hold it below the rest of its path (wasting
+        the engine's time); None if no engine reaches its region.
 
         On each engine the transfer would start once the engine is free (its transfer in
         hand ended, as estimated at its grant, and the transfers waiting for it moved)
@@ -244,7 +246,7 @@ class EnginePool:
                         and not engine.busy))):
                 best, best_end, best_time, best_wasted, best_rate = (
                     engine, end, took, wasted, rate)
-        return None if best is None else (best, best_time)
+        return None if best is None else (best, best_time, best_wasted > 0)
 
     def _serve(self) -> None:
         """Grant waiters whose best engine is free, in the order they asked, until none is."""
@@ -266,9 +268,10 @@ class EnginePool:
         return list(free.values()) + [e for e in self.engines if e.busy]
 
     def _grant_first(self) -> tuple[Engine, _Waiter] | None:
-        """Grant the first waiter whose best engine is free and whose core's port carries
-        no transfer of the pool, else the first whose best engine is free; the engines
-        earlier waiters wait for carry their transfers as queued work meanwhile."""
+        """Grant the first waiter whose best engine is free, passing over those whose
+        core's port already carries a transfer of the pool and would hold theirs below the
+        rest of its path (unless no other can go); the engines earlier waiters wait for
+        carry their transfers as queued work meanwhile."""
         now = self.clock()
         queued: dict[Engine, float] = {}
         rates: dict[tuple, tuple[float, float]] = {}
@@ -280,11 +283,11 @@ class EnginePool:
             choice = self._best(waiter, now, queued, flights, rates, order)
             if choice is None:
                 continue
-            engine, took = choice
+            engine, took, wasted = choice
             if engine.busy:
                 queued[engine] = queued.get(engine, 0.0) + took
                 continue
-            if waiter.core in on_port:
+            if wasted and waiter.core in on_port:
                 if first is None:
                     first = index, engine
                 continue
