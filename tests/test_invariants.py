@@ -85,15 +85,21 @@ def calls(draw, pool: bool):
     return raw, name, length, cores, region
 
 
-def cycles(raw, name, length, cores, region) -> int:
-    """Cycles of a timing-only call on the lowest ``cores`` cores of chip ``raw``."""
+def timed(raw, name, length, cores, region, **options):
+    """A timing-only call on the lowest ``cores`` cores of chip ``raw`` (``options`` go to
+    ``chip.call``: a fidelity, a tile size)."""
     chip = dspsim.Chip(config_from_dict(raw, "<random chip>"))
     cname = chip.resolve(name)
     addresses = place_operands(chip.config, cname, length, region)
     for operand in cname.operator.inputs:
         chip.zero(addresses[operand], length, cname.dtype.numpy)
     args = c_arguments(cname.operator, addresses, length)
-    return chip.call(name, *args, core_mask=(1 << cores) - 1, numerics=False).cycles
+    return chip.call(name, *args, core_mask=(1 << cores) - 1, numerics=False, **options)
+
+
+def cycles(raw, name, length, cores, region) -> int:
+    """Cycles of a timing-only call on the lowest ``cores`` cores of chip ``raw``."""
+    return timed(raw, name, length, cores, region).cycles
 
 
 def never_slower(before, after, what):
@@ -191,16 +197,9 @@ def test_a_pool_chip_with_fewer_controllers_than_cores_times_alike_in_both_fidel
     # (-9.71%) when the controllers went first come, first served (which transfer reached
     # one a burst earlier decided how often two shared a port); 246,836 and 246,850 now
     raw, (name, length) = _fewer_controllers_than_cores()
-    chip = dspsim.Chip(config_from_dict(raw, "<random chip>"))
-    cname = chip.resolve(name)
-    addresses = place_operands(chip.config, cname, length, "ddr")
-    for operand in cname.operator.inputs:
-        chip.zero(addresses[operand], length, cname.dtype.numpy)
-    args = c_arguments(cname.operator, addresses, length)
     tile_bytes = -(-length // 8 // 38 // 2) * 2 * 4
-    fast, detailed = (chip.call(name, *args, core_mask=0xff, numerics=False,
-                                tile_bytes=tile_bytes, fidelity=fidelity)
-                      for fidelity in ("fast", "detailed"))
+    fast, detailed = (timed(raw, name, length, 8, "ddr", tile_bytes=tile_bytes,
+                            fidelity=fidelity) for fidelity in ("fast", "detailed"))
     assert fast.timing.transfer_timing == "staggered"
     assert fast.cycles == pytest.approx(detailed.cycles, rel=0.01)
 

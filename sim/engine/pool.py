@@ -277,7 +277,7 @@ class EnginePool:
         rates: dict[tuple, tuple[float, float]] = {}
         flights = self._in_flight()
         order = self._candidates()
-        on_port = {e.carrying[1] for e in self.engines if e.busy and e.carrying is not None}
+        on_port = {core for _, _, core in flights[1]}  # cores whose port carries one
         first = None
         for index, waiter in enumerate(self.waiting):
             choice = self._best(waiter, now, queued, flights, rates, order)

@@ -98,14 +98,13 @@ class SliceLog:
                 advances: dict[int, int]) -> list[tuple[float, float, float]]:
         """How far each activity ``first`` to ``last`` moved, besides ``period``, from its
         counterpart among ``before`` to ``first`` (the same group, engine, operand and tile
-        less the group's advance): (start, end, granted); none for one without."""
-        def key(activity: Activity, tiles: int) -> tuple:
-            group = activity.group
+        less the group's advance): (start, end, granted); none for one without. A period
+        holds only tile activities of core groups: the call's own are at its ends."""
+        def key(activity: Activity, periods: int) -> tuple:
             tile = activity.tile
-            if tile is not None and group is not None:
-                tile -= tiles * advances[id(group)]
-            return (id(group), activity.engine, activity.operand, tile, activity.name
-                    if group is None else None)
+            if tile is not None and activity.group is not None:
+                tile -= periods * advances[id(activity.group)]
+            return (id(activity.group), activity.engine, activity.operand, tile)
 
         earlier = {key(a, 0): a for a in self.activities[before:first]}
         slides = []

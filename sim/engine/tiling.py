@@ -114,12 +114,11 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
 
     Doubling or halving the count while either saves time worth the step
     (:data:`WORTH_A_STEP`; the estimate is close, not exact, and a narrow DMA pool makes
-    the curve lumpy), then the neighbours of the
-    best when it has few tiles, where one tile more or less still matters, and of every
-    count nearly as fast (:data:`NEAR_BEST`), round after round while a round finds a
-    faster count. ``time_count``
-    times a count (and remembers it): by simulating it, or by a lower bound when that
-    bound already exceeds the fastest simulated time.
+    the curve lumpy), then the neighbours of the best when it has few tiles, where one
+    tile more or less still matters, and of every count nearly as fast
+    (:data:`NEAR_BEST`), round after round while a round finds a faster count.
+    ``time_count`` times a count (and remembers it): by simulating it, or by a lower
+    bound when that bound already exceeds the fastest simulated time.
     """
     visited: set[int] = set()
 
