@@ -100,12 +100,15 @@ class FluidDMA:
             self.network.start(nbytes, links, rate, then, (group.weight, 1))
 
     def path_fill(self, links, nbytes: int) -> float:
-        """Latency a burst train pays beyond its bottleneck: its last burst still crosses
-        every faster link of the path after the bottleneck (store and forward)."""
+        """Latency a burst train pays beyond its bottleneck: its last burst (what the full
+        bursts before it leave) still crosses every faster link of the path after the
+        bottleneck (store and forward)."""
         if not self.staggered:
             return 0.0
-        burst = min(self.model.config.dma.burst_bytes, nbytes)
-        times = sorted(burst / link.capacity for link in links)
+        # the last burst carries what the full ones before it leave
+        burst = self.model.config.dma.burst_bytes
+        last = nbytes - (-(-nbytes // burst) - 1) * burst
+        times = sorted(last / link.capacity for link in links)
         return sum(times[:-1])
 
 
