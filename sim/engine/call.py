@@ -19,6 +19,7 @@ from typing import cast
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.cores import ENGINES, FIDELITIES, CoreTiming, Fidelity
+from dspsim.sim.engine.cutoff import Cutoff
 from dspsim.sim.engine.datapath import Datapath, TransferTiming, group_cores
 from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
@@ -90,12 +91,16 @@ class CallRun:
 
     It runs as the timeline's clock advances; ``then()`` is called when its barrier ends
     (at once for a call of length 0, which launches nothing). :meth:`timing` then gives
-    its Timing, in cycles counted from its launch.
+    its Timing, in cycles counted from its launch. With a finite ``give_up_above`` (a
+    candidate of the tile search, alone on its timeline), the timeline's run raises
+    :class:`~dspsim.sim.engine.cutoff.CannotWin` once the call's cycles are sure to
+    exceed it.
     """
 
     def __init__(self, timeline: Timeline, config: ChipConfig, job: Job, cost: VectorCost,
                  tile_size: int, *, record_slices: bool, fidelity: str, transfer_timing: str,
-                 mirror_cores: bool = True, then: Callable[[], None] = lambda: None) -> None:
+                 mirror_cores: bool = True, then: Callable[[], None] = lambda: None,
+                 give_up_above: float = math.inf) -> None:
         self.timeline = timeline
         self.config = config
         self.cost = cost
@@ -126,8 +131,10 @@ class CallRun:
             run_private(model, datapath, groups[0], self._done)
         else:
             solve = fidelity == "fast" and transfer_timing in ("fluid", "staggered", "bursts")
+            cutoff = ((lambda pipelines: Cutoff(model, pipelines, give_up_above))
+                      if math.isfinite(give_up_above) else None)
             run_shared(model, datapath, groups, stagger, self._done,
-                       self._steady_state if solve else None)
+                       self._steady_state if solve else None, cutoff)
 
     def _steady_state(self, pipelines: list) -> SteadyState:
         """The closed-form advance of the pipelines' periodic part, active while the call

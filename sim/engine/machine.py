@@ -22,6 +22,7 @@ share links and engines transfer by transfer. The work itself is the tile pipeli
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections import OrderedDict
 
@@ -42,6 +43,7 @@ from dspsim.sim.engine.cores import (
     STORE,
     CoreTiming,
 )
+from dspsim.sim.engine.cutoff import CannotWin
 from dspsim.sim.engine.datapath import (
     BURST_BUDGET,
     FLUID_MIN_BURSTS,
@@ -53,6 +55,7 @@ from dspsim.sim.engine.model import CountingEnvironment, Timeline
 from dspsim.sim.engine.roofline import roofline_terms
 from dspsim.sim.engine.slices import Slice
 from dspsim.sim.engine.tiling import (
+    Abandoned,
     TilingChoice,
     balanced_tiles,
     choose_tiling,
@@ -83,15 +86,29 @@ def plan(config: ChipConfig, job: Job) -> VectorCost:
 
 
 def _simulate(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int, *,
-              record_slices: bool, fidelity: str, mirror_cores: bool) -> Timing:
+              record_slices: bool, fidelity: str, mirror_cores: bool,
+              give_up_above: float = math.inf) -> Timing:
     """Run the call alone on a fresh timeline with ``tile_size``-element tiles (the whole
-    range if private)."""
+    range if private). Raises CannotWin once it is sure to take more than
+    ``give_up_above`` cycles."""
     timeline = Timeline(config)
     transfer_timing = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
     run = CallRun(timeline, config, job, cost, tile_size, record_slices=record_slices,
-                  fidelity=fidelity, transfer_timing=transfer_timing, mirror_cores=mirror_cores)
+                  fidelity=fidelity, transfer_timing=transfer_timing, mirror_cores=mirror_cores,
+                  give_up_above=give_up_above)
     finish_timeline(timeline)
     return run.timing()
+
+
+def _candidate(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int, limit: float,
+               *, record_slices: bool, mirror_cores: bool) -> Timing | Abandoned:
+    """A candidate of the tile search timed with the fast model: its Timing, or
+    Abandoned (a lower bound on its cycles) once it was sure to take more than ``limit``."""
+    try:
+        return _simulate(config, job, cost, tile_size, record_slices=record_slices,
+                         fidelity="fast", mirror_cores=mirror_cores, give_up_above=limit)
+    except CannotWin as stopped:
+        return Abandoned(stopped.cycles)
 
 
 def plan_tiling(config: ChipConfig, job: Job, cost: VectorCost, *, record_slices: bool = False,
@@ -111,9 +128,8 @@ def plan_tiling(config: ChipConfig, job: Job, cost: VectorCost, *, record_slices
     if known is not None:
         return known, None
     parts = partition(job.length, job.cores, cost.lanes)
-    choice, timing = choose_tiling(config, job, cost, parts, lambda tile: _simulate(
-        config, job, cost, tile, record_slices=record_slices, fidelity="fast",
-        mirror_cores=mirror_cores))
+    choice, timing = choose_tiling(config, job, cost, parts, lambda tile, limit: _candidate(
+        config, job, cost, tile, limit, record_slices=record_slices, mirror_cores=mirror_cores))
     TILINGS.put(key, choice)
     return choice, timing
 

@@ -151,6 +151,7 @@ class _Pipeline:
                  steady=None) -> None:
         self.model = model
         self.steady = steady  # a SteadyState told of the tiles computed, or None
+        self.cutoff = None  # a Cutoff told of them too (a candidate of the tile search)
         self.in_flight: list[_TileTransfer] = []
         # each direction's newest move not yet arrived: the next one waits behind it
         self.last_move: dict[str, _Move] = {}
@@ -234,6 +235,8 @@ class _Pipeline:
         self._try_compute()
         if self.steady is not None:
             self.steady.tile_computed(self)
+        if self.cutoff is not None:
+            self.cutoff.tile_computed(self)
 
     # storer
     def _try_store(self) -> None:
@@ -255,13 +258,16 @@ class _Pipeline:
 
 
 def run_shared(model: Model, datapath, groups: list[CoreGroup], stagger: float = 0.0,
-               then: Callable = lambda: None, steady_state: Callable | None = None) -> None:
+               then: Callable = lambda: None, steady_state: Callable | None = None,
+               cutoff: Callable | None = None) -> None:
     """Launch, every core group's pipeline (the k-th ``k * stagger`` cycles after the
     launch), barrier; then call ``then()``.
 
     ``steady_state(pipelines)``, when given, returns the
     :class:`~dspsim.sim.engine.steady.SteadyState` that watches the pipelines and advances
-    their periodic part in closed form."""
+    their periodic part in closed form; ``cutoff(pipelines)`` the
+    :class:`~dspsim.sim.engine.cutoff.Cutoff` that stops the call once it cannot win the
+    tile search."""
     env, cfg, log = model.env, model.config, model.log
     running = [len(groups)]
     origin = model.origin
@@ -287,6 +293,10 @@ def run_shared(model: Model, datapath, groups: list[CoreGroup], stagger: float =
             steady = steady_state(pipelines)
             for pipeline in pipelines:
                 pipeline.steady = steady
+        if cutoff is not None:
+            watcher = cutoff(pipelines)
+            for pipeline in pipelines:
+                pipeline.cutoff = watcher
         for index, pipeline in enumerate(pipelines):
             if stagger and index:
                 model.after(index * stagger, pipeline.start)

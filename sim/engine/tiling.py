@@ -37,9 +37,9 @@ from dspsim.sim.engine.work_split import (
 from dspsim.sim.errors import CapacityError
 
 # the work split is read from here too: a call's tiling and how it cuts its work
-__all__ = ["MAX_TILES_PER_CORE", "NO_TILING", "TIE_CYCLES", "WORTH_A_STEP", "TilingChoice",
-           "balanced_tiles", "choose_tiling", "fixed_tile", "partition", "search_counts",
-           "tile_elements", "tile_for_count"]
+__all__ = ["MAX_TILES_PER_CORE", "NO_TILING", "TIE_CYCLES", "WORTH_A_STEP", "Abandoned",
+           "TilingChoice", "balanced_tiles", "choose_tiling", "fixed_tile", "hopeless_above",
+           "partition", "search_counts", "tile_elements", "tile_for_count"]
 
 #: A tuned library cuts one core's part into at most this many tiles: beyond it the fill
 #: and drain are well under 0.1% of the call, and every tile costs simulation events.
@@ -61,6 +61,14 @@ NEAR_BEST = 0.02
 #: cycles, 342 tiles 93,110), so the walk stops there. Well under the 1% of the scaling
 #: invariants, and the same fraction below which the report calls the largest tile as fast.
 WORTH_A_STEP = 5e-4
+
+
+@dataclass(frozen=True)
+class Abandoned:
+    """A candidate tiling whose simulation stopped once it could no longer win: its
+    cycles are at least ``cycles``."""
+
+    cycles: float
 
 
 @dataclass
@@ -106,6 +114,17 @@ def saves(before: float, after: float) -> bool:
     """Whether ``after`` is worth a step of the walk from ``before``: fewer cycles by more
     than :data:`WORTH_A_STEP` of them (and by more than a tie)."""
     return after < before - max(TIE_CYCLES, WORTH_A_STEP * before)
+
+
+def hopeless_above(fastest: float, tiles: int) -> float:
+    """Cycles beyond which a candidate of ``tiles`` tiles per core can change nothing the
+    search decides when the fastest so far takes ``fastest``: it would be no step of the
+    walk (:func:`saves`) from any count at least as slow as the fastest, nor, among few
+    tiles, within :data:`NEAR_BEST` of it (whose neighbours are simulated too)."""
+    limit = max(fastest + TIE_CYCLES, fastest / (1 - WORTH_A_STEP))
+    if tiles <= NEIGHBOUR_TILES:
+        limit = max(limit, fastest * (1 + NEAR_BEST))
+    return limit
 
 
 def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
@@ -183,13 +202,14 @@ def fixed_tile(config: ChipConfig, job: Job, lanes: int) -> tuple[int, str] | No
 
 def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
                   parts: list[tuple[int, int, int]],
-                  simulate: Callable[[int], Any]) -> tuple[TilingChoice, Any]:
+                  simulate: Callable[[int, float], Any]) -> tuple[TilingChoice, Any]:
     """Pick the tile size of a shared-storage call.
 
-    ``simulate(tile_elements)`` runs the call with that tile size and returns its timing
-    (anything with a ``cycles`` attribute); it is called once for each proposed tile count.
-    Returns the choice and the chosen tiling's timing (None for a fixed tile, which is
-    not simulated here).
+    ``simulate(tile_elements, limit)`` runs the call with that tile size and returns its
+    timing (anything with a ``cycles`` attribute), or :class:`Abandoned` once the call is
+    sure to take more than ``limit`` cycles; it is called once for each proposed tile
+    count. Returns the choice and the chosen tiling's timing (None for a fixed tile, which
+    is not simulated here).
     """
     lanes = cost.lanes
     largest = tile_elements(config, job, lanes)
@@ -206,21 +226,28 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
     by_tile: dict[int, Any] = {}  # counts that cut the same tile are the same tiling
     timings: dict[int, Any] = {}
     bounds: dict[int, float] = {}  # by tile: lower bounds of tilings not simulated
+    stopped: set[int] = set()  # tiles among them whose simulation was begun
 
     def timed(count: int) -> float:
         tile = tile_for_count(elements, count, lanes)
         if tile in by_tile:
             return by_tile[tile].cycles
+        limit = math.inf
         if tile not in bounds and by_tile:
             fastest = min(t.cycles for t in by_tile.values())
             bound = cycles_lower_bound(config, job, cost, parts, count)
             if bound > fastest + TIE_CYCLES:
                 bounds[tile] = bound
+            limit = hopeless_above(fastest, math.ceil(elements / tile))
         if tile in bounds:
             return bounds[tile]
-        by_tile[tile] = simulate(tile)
-        timings[count] = by_tile[tile]
-        return by_tile[tile].cycles
+        result = simulate(tile, limit)
+        if isinstance(result, Abandoned):
+            bounds[tile] = result.cycles
+            stopped.add(tile)
+            return result.cycles
+        by_tile[tile] = timings[count] = result
+        return result.cycles
 
     start = estimated_best_count(config, job, cost, busy, elements, fewest, most)
     search_counts(timed, fewest, most, start)
@@ -234,6 +261,7 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
                   for c, t in timings.items()}
     bounded = {math.ceil(elements / t): b for t, b in bounds.items()}
     best = math.ceil(elements / tile)
+    largest_stopped = tile_for_count(elements, fewest, lanes) in stopped
     fewest = math.ceil(elements / tile_for_count(elements, fewest, lanes))
     if len(candidates) + len(bounded) == 1:
         reason = ("the only tiling: each core's part fits L2 at once" if best == 1
@@ -242,7 +270,7 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
                   f"fits L2 ({fewest} per core) takes at least "
                   f"{bounded[fewest] / candidates[best] - 1:.1%} longer (a lower bound, not "
-                  f"simulated)")
+                  f"simulated{' to its end' if largest_stopped else ''})")
     elif best == fewest or not saves(candidates[fewest], candidates[best]):
         reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
                   f"fits L2 is as fast (within {WORTH_A_STEP:.2%})")
@@ -250,9 +278,12 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         slower = candidates[fewest] / candidates[best] - 1
         reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
                   f"fits L2 ({fewest} per core) takes {slower:.1%} longer")
-    if bounded:
-        reason += (f"; {len(bounded)} more not simulated, their lower bounds exceeding the "
-                   f"fastest")
+    if len(bounded) > len(stopped):
+        reason += (f"; {len(bounded) - len(stopped)} more not simulated, their lower bounds "
+                   f"exceeding the fastest")
+    if stopped:
+        reason += (f"; {len(stopped)} more stopped once a lower bound on their cycles "
+                   f"exceeded the fastest")
     choice = TilingChoice("optimal", tile, best, tile * job.itemsize, largest, reason, candidates,
                           bounded)
     return choice, timings[chosen]

@@ -85,20 +85,9 @@ def cycles_lower_bound(config: ChipConfig, job: Job, cost: VectorCost,
     lanes, size, dma = cost.lanes, job.itemsize, config.dma
     elements = max(stop - start for _, start, stop in parts)
     tile = tile_for_count(elements, count, lanes)
-    fastest_engine = max(config.bytes_per_cycle(e.bandwidth_gbps) for e in dma.engines)
-    port = config.l2.load_store_bytes_per_cycle
-
-    def link(operands: tuple) -> float:
-        regions = {o.span.region for o in operands}
-        return max(config.bytes_per_cycle(r.bandwidth_gbps) for r in config.shared_regions
-                   if r.name in regions)
 
     def moved(operands: tuple, nbytes: int) -> float:
-        if not operands:
-            return 0.0
-        shared = link(operands)
-        single = min(fastest_engine, shared, port)
-        return dma.setup_cycles + max(nbytes / single, len(operands) * nbytes / min(shared, port))
+        return moved_lower_bound(config, operands, nbytes)
 
     def core_tiles(start: int, stop: int) -> np.ndarray:
         return np.array([b - a for a, b in balanced_tiles(start, stop, tile, lanes)])
@@ -112,8 +101,29 @@ def cycles_lower_bound(config: ChipConfig, job: Job, cost: VectorCost,
     own = (moved(job.inputs, int(busiest[0]) * size) + computed(busiest)
            + moved(job.outputs, int(busiest[-1]) * size))
     first_loads = (sum(int(sizes[0]) for sizes in cores) * size * len(job.inputs)
-                   / link(job.inputs) if job.inputs else 0.0)
+                   / _widest_link(config, job.inputs) if job.inputs else 0.0)
     after_loads = min(computed(sizes) + moved(job.outputs, int(sizes[-1]) * size)
                       for sizes in cores)
     last_loaded = dma.setup_cycles + first_loads + after_loads
     return config.launch_cycles + max(own, last_loaded) + config.barrier_cycles
+
+
+def _widest_link(config: ChipConfig, operands: tuple) -> float:
+    """Bytes per cycle of the fastest shared-region link ``operands`` live behind."""
+    regions = {o.span.region for o in operands}
+    return max(config.bytes_per_cycle(r.bandwidth_gbps) for r in config.shared_regions
+               if r.name in regions)
+
+
+def moved_lower_bound(config: ChipConfig, operands: tuple, nbytes: int) -> float:
+    """Cycles one tile's transfers of ``operands`` (``nbytes`` each) cannot beat: their
+    setup, then their bytes no faster than the fastest engine, the link or the L2 port
+    allows, all of them through the port and the link."""
+    if not operands:
+        return 0.0
+    shared = _widest_link(config, operands)
+    port = config.l2.load_store_bytes_per_cycle
+    fastest_engine = max(config.bytes_per_cycle(e.bandwidth_gbps) for e in config.dma.engines)
+    single = min(fastest_engine, shared, port)
+    return (config.dma.setup_cycles
+            + max(nbytes / single, len(operands) * nbytes / min(shared, port)))
