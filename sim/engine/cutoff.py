@@ -61,10 +61,11 @@ class Cutoff:
                              for direction, moved in ((LOAD, job.inputs), (STORE, job.outputs))
                              for region, operands in _count_regions(moved).items()]
 
-    def bound(self) -> float:
+    def bound(self, computed=None) -> float:
         """A lower bound on the call's cycles from its launch: what each pipeline has
         left to compute and store, and what every pipeline has not yet issued over each
-        shared region's link."""
+        shared region's link. ``computed`` is a pipeline that has just computed a tile
+        (and so issued its stores this instant)."""
         now = self.model.env.now - self.model.origin
         own = 0.0
         crossing: dict[str, float] = {}  # cycles each link needs for what is not yet issued
@@ -76,11 +77,13 @@ class Cutoff:
                 begun = (now - (pipeline.compute_started - self.model.origin)
                          if pipeline.computing else 0.0)
                 own = max(own, compute_left[pipeline.next_compute] - begun + last_store)
+            elif pipeline is computed:  # its last tile's stores were issued just now
+                own = max(own, last_store)
             issued = {LOAD: pipeline.next_load, STORE: pipeline.next_store}
             for direction, region, cycles_per_element in self._per_element:
                 crossing[region] = (crossing.get(region, 0.0)
                                     + elements[issued[direction]] * cycles_per_element)
-        return now + max(own, max(crossing.values(), default=0.0)) + self.tail
+        return float(now + max(own, max(crossing.values(), default=0.0)) + self.tail)
 
     def tile_computed(self, pipeline) -> None:
         """A pipeline finished computing a tile: on the first one, stop the call if it
@@ -88,7 +91,7 @@ class Cutoff:
         keeps the checks to one per tile)."""
         if pipeline is not self.pipelines[0]:
             return
-        bound = self.bound()
+        bound = self.bound(pipeline)
         if bound > self.limit:
             raise CannotWin(bound)
 

@@ -279,11 +279,13 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         reason = (f"fastest of {len(candidates)} simulated tile counts; the largest tile that "
                   f"fits L2 ({fewest} per core) takes {slower:.1%} longer")
     if len(bounded) > len(stopped):
-        reason += (f"; {len(bounded) - len(stopped)} more not simulated, their lower bounds "
+        unsimulated = len(bounded) - len(stopped)
+        reason += (f"; {unsimulated} more not simulated, "
+                   f"{'its lower bound' if unsimulated == 1 else 'their lower bounds'} "
                    f"exceeding the fastest")
     if stopped:
-        reason += (f"; {len(stopped)} more stopped once a lower bound on their cycles "
-                   f"exceeded the fastest")
+        reason += (f"; {len(stopped)} more stopped once a lower bound on "
+                   f"{'its' if len(stopped) == 1 else 'their'} cycles exceeded the fastest")
     choice = TilingChoice("optimal", tile, best, tile * job.itemsize, largest, reason, candidates,
                           bounded)
     return choice, timings[chosen]
