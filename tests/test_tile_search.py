@@ -1,9 +1,8 @@
 """The tile search stops a candidate once it cannot win, and chooses what a search that
 simulated every candidate to its end would choose."""
 import pytest
+from test_timing import timed
 
-import dspsim
-from dspsim.placement import c_arguments, place_operands
 from dspsim.sim.engine import cutoff, machine
 from dspsim.sim.engine.tiling import Abandoned
 
@@ -14,16 +13,6 @@ CALLS = [("ft78ne", "fp_relu_grad_s", 1 << 16, 0x1),
          ("mt7004", "hp_relu_grad_s", 1 << 16, 0xf),
          ("mt7004", "hp_gelu_grad_s", 300_001, 0x7),
          ("ft78ne", "fp_relu_grad_s", 300_001, 0x7)]
-
-
-def timed(chip_name, name, length, core_mask):
-    chip = dspsim.Chip(chip_name)
-    cname = chip.resolve(name)
-    addresses = place_operands(chip.config, cname, length)
-    for operand in cname.operator.inputs:
-        chip.zero(addresses[operand], length, cname.dtype.numpy)
-    return chip.call(name, *c_arguments(cname.operator, addresses, length),
-                     core_mask=core_mask, numerics=False)
 
 
 def searched(monkeypatch, call, limit=None):

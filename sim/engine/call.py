@@ -130,11 +130,12 @@ class CallRun:
         elif job.storage == "private":
             run_private(model, datapath, groups[0], self._done)
         else:
-            solve = fidelity == "fast" and transfer_timing in ("fluid", "staggered", "bursts")
-            cutoff = ((lambda pipelines: Cutoff(model, pipelines, give_up_above))
-                      if math.isfinite(give_up_above) else None)
-            run_shared(model, datapath, groups, stagger, self._done,
-                       self._steady_state if solve else None, cutoff)
+            watch: list[Callable] = []
+            if fidelity == "fast" and transfer_timing in ("fluid", "staggered", "bursts"):
+                watch.append(self._steady_state)
+            if math.isfinite(give_up_above):
+                watch.append(lambda pipelines: Cutoff(model, pipelines, give_up_above))
+            run_shared(model, datapath, groups, stagger, self._done, tuple(watch))
 
     def _steady_state(self, pipelines: list) -> SteadyState:
         """The closed-form advance of the pipelines' periodic part, active while the call

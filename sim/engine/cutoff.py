@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dspsim.sim.engine.model import LOAD, STORE, Model
+from dspsim.sim.engine.model import Model
 from dspsim.sim.engine.tiling_model import moved_lower_bound
 
 __all__ = ["CannotWin", "Cutoff"]
@@ -57,8 +57,8 @@ class Cutoff:
                                                       int(sizes[-1]) * size))
         # cycles per element each direction needs of each shared region's link
         capacity = {name: link.capacity for name, link in model.links.items()}
-        self._per_element = [(direction, region, operands * size / capacity[region])
-                             for direction, moved in ((LOAD, job.inputs), (STORE, job.outputs))
+        self._per_element = [(loads, region, operands * size / capacity[region])
+                             for loads, moved in ((True, job.inputs), (False, job.outputs))
                              for region, operands in _count_regions(moved).items()]
 
     def bound(self, computed=None) -> float:
@@ -79,10 +79,10 @@ class Cutoff:
                 own = max(own, compute_left[pipeline.next_compute] - begun + last_store)
             elif pipeline is computed:  # its last tile's stores were issued just now
                 own = max(own, last_store)
-            issued = {LOAD: pipeline.next_load, STORE: pipeline.next_store}
-            for direction, region, cycles_per_element in self._per_element:
+            for loads, region, cycles_per_element in self._per_element:
+                issued = pipeline.next_load if loads else pipeline.next_store
                 crossing[region] = (crossing.get(region, 0.0)
-                                    + elements[issued[direction]] * cycles_per_element)
+                                    + elements[issued] * cycles_per_element)
         return float(now + max(own, max(crossing.values(), default=0.0)) + self.tail)
 
     def tile_computed(self, pipeline) -> None:

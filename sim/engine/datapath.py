@@ -105,9 +105,8 @@ class FluidDMA:
         bottleneck (store and forward)."""
         if not self.staggered:
             return 0.0
-        # the last burst carries what the full ones before it leave
         burst = self.model.config.dma.burst_bytes
-        last = nbytes - (-(-nbytes // burst) - 1) * burst
+        last = nbytes % burst or burst
         times = sorted(last / link.capacity for link in links)
         return sum(times[:-1])
 

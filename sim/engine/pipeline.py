@@ -147,11 +147,11 @@ class _Pipeline:
     setup then overlaps that transfer (see :class:`_TileTransfer`).
     """
 
-    def __init__(self, model: Model, datapath, group: CoreGroup, then: Callable,
-                 steady=None) -> None:
+    def __init__(self, model: Model, datapath, group: CoreGroup, then: Callable) -> None:
         self.model = model
-        self.steady = steady  # a SteadyState told of the tiles computed, or None
-        self.cutoff = None  # a Cutoff told of them too (a candidate of the tile search)
+        # told of every tile computed (tile_computed(pipeline)): the steady state that
+        # skips periods, the cutoff that stops a tile-search candidate (see run_shared)
+        self.watchers: tuple = ()
         self.in_flight: list[_TileTransfer] = []
         # each direction's newest move not yet arrived: the next one waits behind it
         self.last_move: dict[str, _Move] = {}
@@ -233,10 +233,8 @@ class _Pipeline:
         self._try_store()
         self._try_load()
         self._try_compute()
-        if self.steady is not None:
-            self.steady.tile_computed(self)
-        if self.cutoff is not None:
-            self.cutoff.tile_computed(self)
+        for watcher in self.watchers:
+            watcher.tile_computed(self)
 
     # storer
     def _try_store(self) -> None:
@@ -258,16 +256,14 @@ class _Pipeline:
 
 
 def run_shared(model: Model, datapath, groups: list[CoreGroup], stagger: float = 0.0,
-               then: Callable = lambda: None, steady_state: Callable | None = None,
-               cutoff: Callable | None = None) -> None:
+               then: Callable = lambda: None, watch: tuple[Callable, ...] = ()) -> None:
     """Launch, every core group's pipeline (the k-th ``k * stagger`` cycles after the
     launch), barrier; then call ``then()``.
 
-    ``steady_state(pipelines)``, when given, returns the
-    :class:`~dspsim.sim.engine.steady.SteadyState` that watches the pipelines and advances
-    their periodic part in closed form; ``cutoff(pipelines)`` the
-    :class:`~dspsim.sim.engine.cutoff.Cutoff` that stops the call once it cannot win the
-    tile search."""
+    Each of ``watch`` is called with the pipelines and returns what they tell of every
+    tile computed: the :class:`~dspsim.sim.engine.steady.SteadyState` that advances their
+    periodic part in closed form, the :class:`~dspsim.sim.engine.cutoff.Cutoff` that stops
+    a tile-search candidate once it cannot win."""
     env, cfg, log = model.env, model.config, model.log
     running = [len(groups)]
     origin = model.origin
@@ -289,14 +285,9 @@ def run_shared(model: Model, datapath, groups: list[CoreGroup], stagger: float =
         if log is not None:
             log.call("launch", origin, env.now, cfg.launch_cycles)
         pipelines = [_Pipeline(model, datapath, group, one_core_done) for group in groups]
-        if steady_state is not None:
-            steady = steady_state(pipelines)
-            for pipeline in pipelines:
-                pipeline.steady = steady
-        if cutoff is not None:
-            watcher = cutoff(pipelines)
-            for pipeline in pipelines:
-                pipeline.cutoff = watcher
+        watchers = tuple(make(pipelines) for make in watch)
+        for pipeline in pipelines:
+            pipeline.watchers = watchers
         for index, pipeline in enumerate(pipelines):
             if stagger and index:
                 model.after(index * stagger, pipeline.start)

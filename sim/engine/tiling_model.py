@@ -86,9 +86,6 @@ def cycles_lower_bound(config: ChipConfig, job: Job, cost: VectorCost,
     elements = max(stop - start for _, start, stop in parts)
     tile = tile_for_count(elements, count, lanes)
 
-    def moved(operands: tuple, nbytes: int) -> float:
-        return moved_lower_bound(config, operands, nbytes)
-
     def core_tiles(start: int, stop: int) -> np.ndarray:
         return np.array([b - a for a, b in balanced_tiles(start, stop, tile, lanes)])
 
@@ -98,11 +95,12 @@ def cycles_lower_bound(config: ChipConfig, job: Job, cost: VectorCost,
 
     cores = [core_tiles(start, stop) for _, start, stop in parts if stop > start]
     busiest = max(cores, key=np.sum)
-    own = (moved(job.inputs, int(busiest[0]) * size) + computed(busiest)
-           + moved(job.outputs, int(busiest[-1]) * size))
+    own = (moved_lower_bound(config, job.inputs, int(busiest[0]) * size) + computed(busiest)
+           + moved_lower_bound(config, job.outputs, int(busiest[-1]) * size))
     first_loads = (sum(int(sizes[0]) for sizes in cores) * size * len(job.inputs)
                    / _widest_link(config, job.inputs) if job.inputs else 0.0)
-    after_loads = min(computed(sizes) + moved(job.outputs, int(sizes[-1]) * size)
+    after_loads = min(computed(sizes)
+                      + moved_lower_bound(config, job.outputs, int(sizes[-1]) * size)
                       for sizes in cores)
     last_loaded = dma.setup_cycles + first_loads + after_loads
     return config.launch_cycles + max(own, last_loaded) + config.barrier_cycles
