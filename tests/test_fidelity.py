@@ -34,7 +34,7 @@ CASES = GRID.grid()
 TOLERANCE = GRID.TARGET
 STAGGERED = GRID.staggered_grid()
 #: cases found beyond the grid's draw, held beside it
-BEYOND = list(GRID.POOL_CROWD_REGIME)
+BEYOND = list(GRID.POOL_CROWD_REGIME + GRID.ENGINE_LOCKSTEP_REGIME)
 
 
 def test_the_grid_spans_operators_chips_masks_lengths_and_regions():
