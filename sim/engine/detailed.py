@@ -247,12 +247,37 @@ class BurstDMA:
             arbiter.capacity = max(left, 1e-9 * arbiter.link.capacity)
 
     def finish(self) -> None:
-        """Turn the DDR link's busy periods into the trace's bandwidth counter."""
+        """Add the DDR link's busy periods to the timeline's bandwidth counter."""
         capacity = self.model.links[self.model.config.ddr.name].capacity
         samples = self.model.ddr_samples
-        for start, end in self.ddr_busy:
-            if samples and samples[-1][0] == start:
-                samples.pop()  # idle for no time: the busy periods join
-            else:
-                samples.append((start, capacity))
-            samples.append((end, 0.0))
+        samples[:] = with_busy_periods(samples, self.ddr_busy, capacity)
+
+
+def with_busy_periods(samples: list[tuple[float, float]], busy: list[tuple[float, float]],
+                      capacity: float) -> list[tuple[float, float]]:
+    """The DDR counter (steps of (cycle, bytes per cycle) in cycle order) of fluid flows
+    ``samples`` with bursts moving over the link in the ``busy`` periods (since, until),
+    in order and apart. While bursts move, the link is full: they pass at whatever the
+    fluid flows leave of it. Outside, the fluid flows' rate holds."""
+    merged: list[tuple[float, float]] = []
+
+    def step(at: float, rate: float) -> None:
+        if merged and merged[-1][0] == at:
+            merged.pop()  # superseded at the same cycle
+        if not merged or merged[-1][1] != rate:
+            merged.append((at, rate))
+
+    fluid, index = 0.0, 0
+    for since, until in busy:
+        while index < len(samples) and samples[index][0] < since:
+            fluid = samples[index][1]
+            step(*samples[index])
+            index += 1
+        step(since, capacity)
+        while index < len(samples) and samples[index][0] <= until:
+            fluid = samples[index][1]  # in force once the bursts are done
+            index += 1
+        step(until, fluid)
+    for at, rate in samples[index:]:
+        step(at, rate)
+    return merged

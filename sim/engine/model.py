@@ -160,13 +160,6 @@ class Timeline:
             finish = getattr(model, "finish", None)
             if finish is not None:
                 finish()
-        samples = self.ddr_samples
-        # only burst-timed calls add samples here, after any fluid ones of the run
-        if "bursts" in self.datapaths and "fluid" in self.datapaths and any(
-                later[0] < earlier[0] for earlier, later in itertools.pairwise(samples)):
-            # burst-timed calls add their samples at the end: keep the counter in cycle
-            # order, which its readers search by bisection
-            samples.sort(key=lambda sample: sample[0])
 
 
 class Model:
