@@ -21,7 +21,7 @@ from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.detailed import BurstDMA
 from dspsim.sim.engine.detailed_vector import IssuedVector
 from dspsim.sim.engine.job import Job, Operand
-from dspsim.sim.engine.model import ENGINES, LOAD, CoreGroup, CoreTiming, Model
+from dspsim.sim.engine.model import ENGINES, CoreGroup, CoreTiming, Model
 from dspsim.sim.engine.network import FlowNetwork
 from dspsim.sim.engine.tiling import balanced_tiles
 
@@ -92,33 +92,23 @@ class FluidDMA:
         # every core of the group crosses the shared region; each crosses its own L2 port,
         # which the representative's port stands for
         links = (model.links[operand.span.region], model.l2_ports[group.core])
-        path = links if direction == LOAD else links[::-1]
-        before, after = self.path_fill(path, nbytes, rate)
-        done = (lambda: model.after(after, lambda _e: then())) if after else then
-        if before:
-            model.after(before, lambda _e: self.network.start(nbytes, links, rate, done,
-                                                             (group.weight, 1)))
+        fill = self.path_fill(links, nbytes)
+        if fill:
+            self.network.start(nbytes, links, rate, lambda: model.after(fill, lambda _e: then()),
+                               (group.weight, 1))
         else:
-            self.network.start(nbytes, links, rate, done, (group.weight, 1))
+            self.network.start(nbytes, links, rate, then, (group.weight, 1))
 
-    def path_fill(self, path, nbytes: int, rate: float) -> tuple[float, float]:
-        """Latency a burst train pays beyond its bottleneck (store and forward), before its
-        flow and after it: its first burst crosses every link ahead of the bottleneck
-        before the bottleneck sees a byte, and its last burst (what the full bursts before
-        it leave) crosses every link behind it after the bottleneck is done. So a store,
-        whose bursts cross the core's port before DDR, reaches DDR a burst's port time
-        after a load issued with it, as its bursts do. An engine slower than every link
-        (``rate``) is the bottleneck itself, ahead of them all: its last burst's trip
-        shows only where it outlasts the engine's own time for that burst."""
+    def path_fill(self, links, nbytes: int) -> float:
+        """Latency a burst train pays beyond its bottleneck: its last burst (what the full
+        bursts before it leave) still crosses every faster link of the path after the
+        bottleneck (store and forward)."""
         if not self.staggered:
-            return 0.0, 0.0
+            return 0.0
         burst = self.model.config.dma.burst_bytes
-        first, last = min(burst, nbytes), nbytes % burst or burst
-        slowest = min(range(len(path)), key=lambda i: path[i].capacity)
-        if rate < path[slowest].capacity:
-            return 0.0, max(0.0, sum(last / link.capacity for link in path) - last / rate)
-        return (sum(first / link.capacity for link in path[:slowest]),
-                sum(last / link.capacity for link in path[slowest + 1:]))
+        last = nbytes % burst or burst
+        times = sorted(last / link.capacity for link in links)
+        return sum(times[:-1])
 
 
 class ClosedFormVector:
