@@ -12,6 +12,8 @@ overheads is thus given up within its first tiles instead of simulated to its en
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from dspsim.sim.engine.model import Model
@@ -59,7 +61,8 @@ class Cutoff:
         capacity = {name: link.capacity for name, link in model.links.items()}
         self._per_element = [(loads, region, operands * size / capacity[region])
                              for loads, moved in ((True, job.inputs), (False, job.outputs))
-                             for region, operands in _count_regions(moved).items()]
+                             for region, operands in
+                             Counter(o.span.region for o in moved).items()]
 
     def bound(self, computed=None) -> float:
         """A lower bound on the call's cycles from its launch: what each pipeline has
@@ -99,11 +102,3 @@ class Cutoff:
 def suffix_sums(values: np.ndarray) -> np.ndarray:
     """``out[i]`` is the sum of ``values[i:]`` (0 past the end)."""
     return np.append(np.cumsum(values[::-1])[::-1], 0.0)
-
-
-def _count_regions(operands) -> dict[str, int]:
-    """How many of ``operands`` live in each shared region."""
-    regions: dict[str, int] = {}
-    for operand in operands:
-        regions[operand.span.region] = regions.get(operand.span.region, 0) + 1
-    return regions
