@@ -60,9 +60,9 @@ class SliceLog:
         self.activities: list[Activity] = []
         # stretches of activities repeated by a closed-form steady state:
         # (position in activities, first, last, period, repeats, tiles per period by group,
-        # each activity's slide per period or None)
+        # each activity's slide per period or None, whether the stretch is closed)
         self._repeats: list[tuple[int, int, int, float, int, dict[int, int],
-                                  list[tuple[float, float, float]] | None]] = []
+                                  list[tuple[float, float, float]] | None, bool]] = []
         self._expanded: dict[float, list[Slice]] = {}
 
     def transfer(self, group: CoreGroup, engine: str, operand: Operand, tile: int,
@@ -77,7 +77,8 @@ class SliceLog:
         self.activities.append(Activity(None, "call", None, None, start, end, name, cycles))
 
     def repeat(self, first: int, last: int, period: float, repeats: int,
-               advances: dict[int, int], before: int | None = None) -> None:
+               advances: dict[int, int], before: int | None = None,
+               closed: bool = True) -> None:
         """The activities recorded ``first`` to ``last`` happen again ``repeats`` times, each
         ``period`` cycles later and ``advances[id(group)]`` tiles further than the one before.
 
@@ -86,13 +87,19 @@ class SliceLog:
         then slides on, period after period, by as much as it slid over the last one, as
         the state it came from does.
 
+        A stretch that is not ``closed`` (an orbit: its state at the end is only close to
+        its state at the start) joins the next one with a jump of phase as small as that
+        difference: a repeated transfer or tile of work then starts no earlier than the
+        one before it on its track ends, nor holds its engine before that engine's last
+        transfer ends, as in a simulated stretch.
+
         Kept as one record, expanded when slices are asked for: a steady state advanced in
         closed form costs no Python work per skipped tile unless its trace is wanted.
         """
         slides = (self._slides(before, first, last, period, advances)
                   if before is not None else None)
         self._repeats.append((len(self.activities), first, last, period, repeats, advances,
-                              slides))
+                              slides, closed))
 
     def _slides(self, before: int, first: int, last: int, period: float,
                 advances: dict[int, int]) -> list[tuple[float, float, float]]:
@@ -118,8 +125,11 @@ class SliceLog:
     def all_activities(self):
         """Every activity in recording order, the repeated stretches expanded."""
         activities, position = self.activities, 0
-        for at, first, last, period, repeats, advances, slides in self._repeats:
-            yield from activities[position:at]
+        ends = _TrackEnds()
+        for at, first, last, period, repeats, advances, slides, closed in self._repeats:
+            for activity in activities[position:at]:
+                ends.saw(activity)
+                yield activity
             position = at
             recorded = activities[first:last]
             moves = slides or [(0.0, 0.0, 0.0)] * len(recorded)
@@ -129,10 +139,15 @@ class SliceLog:
                     tile = activity.tile
                     if tile is not None and activity.group is not None:
                         tile += repeat * advances[id(activity.group)]
-                    yield activity._replace(tile=tile,
-                                            start=activity.start + offset + repeat * start,
-                                            end=activity.end + offset + repeat * end,
-                                            granted=activity.granted + offset + repeat * granted)
+                    again = activity._replace(tile=tile,
+                                              start=activity.start + offset + repeat * start,
+                                              end=activity.end + offset + repeat * end,
+                                              granted=activity.granted + offset
+                                              + repeat * granted)
+                    if not closed:
+                        again = ends.after(again)
+                    ends.saw(again)
+                    yield again
         yield from activities[position:]
 
     def slices(self, origin: float = 0.0) -> list[Slice]:
@@ -176,3 +191,36 @@ class SliceLog:
                 yield Slice(member.core, COMPUTE, f"{job.label}[{tile}]", start, end, {
                     "tile": tile, "elements": [lo, hi],
                     "iterations": self.cost.iterations(hi - lo)})
+
+
+class _TrackEnds:
+    """Where each track (a core group's engine) and each DMA engine last finished, for
+    the joints of repeated stretches that are not closed."""
+
+    def __init__(self) -> None:
+        self.tracks: dict[tuple[int, str], float] = {}
+        self.engines: dict[str, float] = {}
+
+    def saw(self, activity: Activity) -> None:
+        if activity.group is None:
+            return
+        track = (id(activity.group), activity.engine)
+        self.tracks[track] = max(self.tracks.get(track, activity.end), activity.end)
+        if activity.operand is not None:
+            self.engines[activity.name] = max(self.engines.get(activity.name, activity.end),
+                                              activity.end)
+
+    def after(self, activity: Activity) -> Activity:
+        """``activity`` starting no earlier than its track's last end, and holding its
+        DMA engine no earlier than the engine's last transfer ends."""
+        if activity.group is None:
+            return activity
+        start = max(activity.start,
+                    self.tracks.get((id(activity.group), activity.engine), activity.start))
+        granted = activity.granted
+        if activity.operand is not None:
+            granted = max(granted, start, self.engines.get(activity.name, granted))
+        end = max(activity.end, granted, start)
+        if (start, granted, end) == (activity.start, activity.granted, activity.end):
+            return activity
+        return activity._replace(start=start, granted=granted, end=end)

@@ -43,6 +43,19 @@ def _stale(event) -> bool:
     return bool(callbacks) and isinstance(callbacks[0], FlowTimer) and callbacks[0].stale
 
 
+class State(NamedTuple):
+    """A timeline's state relative to its clock: ``key`` (the discrete part), ``values``
+    (the continuous part: times since or until events, bytes left, rates), ``scales``
+    (:data:`TIME` for a time, compared to the period; else the value's own scale) and
+    ``paces`` (how fast each value moves as its part's phase moves: 1 for a time, a
+    flow's rate for its bytes left, 0 for a rate, which does not move with phase)."""
+
+    key: tuple
+    values: np.ndarray
+    scales: np.ndarray
+    paces: np.ndarray
+
+
 class TimelineState:
     """Reads the state of a call's timeline: ``pipelines`` are its core groups' pipelines,
     ``dma`` its DMA model (fluid flows or bursts)."""
@@ -55,7 +68,7 @@ class TimelineState:
         self.bursts = dma if isinstance(dma, BurstDMA) else None
         self._index = {id(p): k for k, p in enumerate(pipelines)}
 
-    def state(self, handles: list | None = None) -> tuple[tuple, np.ndarray, np.ndarray]:
+    def state(self, handles: list | None = None) -> State:
         """The timeline's state relative to the clock: its discrete part (a key) and its
         continuous part (times since or until events, bytes left) with their scales.
 
@@ -66,11 +79,13 @@ class TimelineState:
         key: list = []
         values: list[float] = []
         scales: list[float] = []
+        paces: list[float] = []
         where: list = handles if handles is not None else []
 
         def time(value: float, handle: Handle) -> None:
             values.append(value)
             scales.append(TIME)
+            paces.append(1.0)
             where.append(handle)
 
         for pipeline in self.pipelines:
@@ -101,10 +116,12 @@ class TimelineState:
                 key.append(flow.route)
                 values += (flow.remaining, flow.rate)
                 scales += (max(flow.nbytes, 1.0), max(flow.rate, 1e-300))
+                paces += (flow.rate, 0.0)
                 # bytes left drift with their flow's phase; a rate must repeat
                 where += (Handle(flow, ("remaining",), 1), None)
         if self.bursts is not None:
             self.burst_state(now, key, values, scales, where)
+            paces += [1.0] * (len(values) - len(paces))  # a burst train's instants
         for pool in self.pools():
             # who waits for an engine, in order, and which kinds of engine are busy with
             # what: engines alike are interchangeable, so a period may hand a core's
@@ -116,7 +133,7 @@ class TimelineState:
                         tuple((kind, carrying) for kind, carrying, _, _ in engines)))
             for _, _, free, k in engines:
                 time(free, Handle(pool.engines[k], ("free_at",), 1))
-        return tuple(key), np.array(values), np.array(scales)
+        return State(tuple(key), np.array(values), np.array(scales), np.array(paces))
 
     def describe(self, what) -> tuple:
         """What a pending callback or a burst-level object stands for, in terms that
