@@ -23,7 +23,10 @@ stretch of one or more periods, to within :data:`ORBIT_BAND` of that stretch's l
 (every phase, and every flow's bytes left at its rate); the stretch is then repeated as
 the period. What that leaves out is a phase offset within the band, so the cycles skipped
 are off by about that fraction of them (at most 0.087% of a call's cycles over the
-fidelity grid and seven random seeds of it). Only the fast
+fidelity grid and seven random seeds of it). The repeated stretches then join with a jump
+of phase within the band, which the slices absorb (see
+:meth:`~dspsim.sim.engine.slices.SliceLog.repeat`): a trace's busy cycles may differ from
+the call's by about the band. Only the fast
 fidelity's fluid flows use it, and only while the call is alone on its timeline (another
 call's events would be moved with it). What a snapshot reads is
 :mod:`dspsim.sim.engine.steady_state`'s.
