@@ -125,11 +125,15 @@ class SliceLog:
     def all_activities(self):
         """Every activity in recording order, the repeated stretches expanded."""
         activities, position = self.activities, 0
-        ends = _TrackEnds()
+        # where tracks and engines last finished: needed only to join open stretches
+        ends = _TrackEnds() if not all(entry[-1] for entry in self._repeats) else None
         for at, first, last, period, repeats, advances, slides, closed in self._repeats:
-            for activity in activities[position:at]:
-                ends.saw(activity)
-                yield activity
+            if ends is None:
+                yield from activities[position:at]
+            else:
+                for activity in activities[position:at]:
+                    ends.saw(activity)
+                    yield activity
             position = at
             recorded = activities[first:last]
             moves = slides or [(0.0, 0.0, 0.0)] * len(recorded)
@@ -144,9 +148,10 @@ class SliceLog:
                                               end=activity.end + offset + repeat * end,
                                               granted=activity.granted + offset
                                               + repeat * granted)
-                    if not closed:
-                        again = ends.after(again)
-                    ends.saw(again)
+                    if ends is not None:
+                        if not closed:
+                            again = ends.after(again)
+                        ends.saw(again)
                     yield again
         yield from activities[position:]
 

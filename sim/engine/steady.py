@@ -26,10 +26,11 @@ are off by about that fraction of them (at most 0.087% of a call's cycles over t
 fidelity grid and seven random seeds of it). The repeated stretches then join with a jump
 of phase within the band, which the slices absorb (see
 :meth:`~dspsim.sim.engine.slices.SliceLog.repeat`): a trace's busy cycles may differ from
-the call's by about the band. Only the fast
-fidelity's fluid flows use it, and only while the call is alone on its timeline (another
-call's events would be moved with it). What a snapshot reads is
-:mod:`dspsim.sim.engine.steady_state`'s.
+the call's by about the band.
+
+Only the fast fidelity uses it (fluid, staggered or burst-timed transfers), and only while
+the call is alone on its timeline (another call's events would be moved with it). What a
+snapshot reads is :mod:`dspsim.sim.engine.steady_state`'s.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from dspsim.sim.engine.steady_periods import (
     repeat_busy_periods,
     repeat_ddr_samples,
 )
-from dspsim.sim.engine.steady_state import TimelineState
+from dspsim.sim.engine.steady_state import State, TimelineState
 
 #: Continuous parts of two snapshots (times relative to the clock, bytes) that differ by
 #: less than this fraction of the period between them are equal.
@@ -121,7 +122,7 @@ class SteadyState:
         if pipeline.next_load + DRAIN_TILES >= len(pipeline.tiles):
             return  # too close to its end for a period to be worth skipping
         state = self.reader.state()
-        snapshot = self._snapshot(state.values, state.scales, state.paces)
+        snapshot = self._snapshot(state)
         earlier = self.history.setdefault(state.key, [])
         if self._repeats(snapshot, earlier[-HISTORY:]) or self._orbits(snapshot, earlier):
             self.history.clear()
@@ -187,12 +188,12 @@ class SteadyState:
                 return change, older
         return None
 
-    def _snapshot(self, continuous: np.ndarray, scale: np.ndarray,
-                  pace: np.ndarray) -> _Snapshot:
+    def _snapshot(self, state: State) -> _Snapshot:
         model = self.model
         log = model.log
         return _Snapshot(
-            now=float(self.env.now), continuous=continuous, scale=scale, pace=pace,
+            now=float(self.env.now), continuous=state.values, scale=state.scales,
+            pace=state.paces,
             computed=[p.next_compute for p in self.pipelines],
             busy=[dict(p.group.busy) for p in self.pipelines],
             bytes_read=dict(model.bytes_read), bytes_written=dict(model.bytes_written),
