@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
+from functools import lru_cache
 from typing import NamedTuple
 
 from dspsim.sim.engine.network import Flow, Link, max_min_rates
@@ -43,6 +44,12 @@ __all__ = ["Engine", "EnginePool", "fair_level"]
 #: compare equal whatever the clock reads, or the same state would be decided one way at
 #: one tile and the other way a period later.
 _SLACK = 1e-9
+
+#: Max-min fair rates of the transfers in flight by the pool's capacities and its cores'
+#: loads, shared by every pool of the process (see EnginePool._fair_rates) ...
+_SHARED_RATES: dict[tuple, dict] = {}
+#: ... and forgotten once it holds this many mixes (a few hundred cover a whole study).
+_SHARED_RATES_LIMIT = 1 << 14
 
 
 class Engine:
@@ -87,6 +94,13 @@ def fair_level(capacity: float, others: list[float], cap: float) -> float:
     return cap
 
 
+@lru_cache(maxsize=1 << 14)
+def _fair_level(capacity: float, others: tuple[float, ...], cap: float) -> float:
+    """:func:`fair_level` of ``others`` given sorted, remembered: a pool weighs the same
+    few crowds of rates again and again."""
+    return fair_level(capacity, list(others), cap)
+
+
 class EnginePool:
     """Engines shared by some cores, granted to transfers in the order they asked.
 
@@ -106,8 +120,10 @@ class EnginePool:
         self.link_capacity = link_capacity
         self.port_capacity = port_capacity
         self.waiting: list[_Waiter] = []
+        self._free = len(self.engines)  # engines not busy
         self._links: dict[object, Link] = {}
         self._rate_memo: dict[tuple, dict[tuple[str, int, float], float]] = {}
+        self._capacities = (tuple(sorted(link_capacity.items())), port_capacity)
         # ends closer than one burst's trip through the narrower of a region's link and
         # the port are ties (see _best): bursts end a transfer up to that far from where
         # fluid flows end it, and a finer choice would go one way in one fidelity and the
@@ -147,16 +163,47 @@ class EnginePool:
                     ) -> dict[tuple[str, int, float], float]:
         """The max-min fair rate of each (region, core, engine rate) of transfers in flight
         ``carried`` (sorted): remembered, since a pool sees the same few mixes again and
-        again, and transfers alike get the same rate."""
+        again, and transfers alike get the same rate.
+
+        Which cores carry them does not matter, only what each core carries: the mix is
+        also remembered by its cores' loads (see :data:`_SHARED_RATES`), which every pool
+        of the process with the same capacities shares, so that a call's tile candidates
+        and the calls after it compute each mix once.
+        """
         rates = self._rate_memo.get(carried)
         if rates is None:
-            flows = [Flow(1.0, (self._link(region, self.link_capacity[region]),
-                                self._link(("port", core), self.port_capacity)), rate, None)
-                     for region, core, rate in carried]
-            max_min_rates(flows)
+            loads: dict[int, list[tuple[str, float]]] = {}
+            for region, core, rate in carried:  # sorted: each core's load comes sorted
+                loads.setdefault(core, []).append((region, rate))
+            load_of = {core: tuple(load) for core, load in loads.items()}
+            mix = tuple(sorted(load_of.values()))
+            key = (self._capacities, mix)
+            by_load = _SHARED_RATES.get(key)
+            if by_load is None:
+                by_load = self._rates_by_load(mix)
+                if len(_SHARED_RATES) >= _SHARED_RATES_LIMIT:
+                    _SHARED_RATES.clear()  # rarely: a process timing very many chips
+                _SHARED_RATES[key] = by_load
             rates = self._rate_memo[carried] = {
-                key: flow.rate for key, flow in zip(carried, flows, strict=True)}
+                (region, core, rate): by_load[load_of[core], region, rate]
+                for region, core, rate in carried}
         return rates
+
+    def _rates_by_load(self, mix: tuple[tuple[tuple[str, float], ...], ...]
+                       ) -> dict[tuple[tuple[tuple[str, float], ...], str, float], float]:
+        """Max-min fair rates of the transfers of ``mix`` (each core's load: (region,
+        engine rate) of its transfers), by (load, region, engine rate). Cores of equal
+        loads, and a core's equal transfers, get equal rates to the last bit: max-min
+        sharing raises alike flows to each level together."""
+        flows, owners = [], []
+        for index, load in enumerate(mix):
+            port = self._link(("port", index), self.port_capacity)
+            for region, rate in load:
+                flows.append(Flow(1.0, (self._link(region, self.link_capacity[region]), port),
+                                  rate, None))
+                owners.append((load, region, rate))
+        max_min_rates(flows)
+        return {owner: flow.rate for owner, flow in zip(owners, flows, strict=True)}
 
     def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
         """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
@@ -169,10 +216,10 @@ class EnginePool:
                 others: list[tuple[float, str, int]]) -> tuple[float, float]:
         """(the engine's rate or its fair share of the region's link, whichever is less;
         its fair share of the core's L2 port) beside the transfers ``others``."""
-        link = [rate for rate, held_region, _ in others if held_region == region]
-        port = [rate for rate, _, held_core in others if held_core == core]
-        return (fair_level(self.link_capacity[region], link, engine.rate),
-                fair_level(self.port_capacity, port, engine.rate))
+        link = tuple(sorted(rate for rate, held_region, _ in others if held_region == region))
+        port = tuple(sorted(rate for rate, _, held_core in others if held_core == core))
+        return (_fair_level(self.link_capacity[region], link, engine.rate),
+                _fair_level(self.port_capacity, port, engine.rate))
 
     def _shares_after(self, engine: Engine, core: int, region: str,
                       others: list[tuple[float, str, int]], still: int,
@@ -250,7 +297,7 @@ class EnginePool:
 
     def _serve(self) -> None:
         """Grant waiters whose best engine is free, in the order they asked, until none is."""
-        while self.waiting and any(not e.busy for e in self.engines):
+        while self.waiting and self._free:
             granted = self._grant_first()
             if granted is None:
                 return
@@ -300,6 +347,7 @@ class EnginePool:
         """Give ``engine`` to waiter ``index`` now."""
         waiter = self.waiting.pop(index)
         engine.busy = True
+        self._free -= 1
         engine.carrying = (waiter.region, waiter.core)
         self._reestimate(now, engine, waiter.nbytes)
         return engine, waiter
@@ -314,6 +362,7 @@ class EnginePool:
     def release(self, engine: Engine) -> None:
         """``engine`` has finished its transfer: serve the waiters again."""
         engine.busy = False
+        self._free += 1
         engine.carrying = None
         self._reestimate(self.clock())
         self._serve()
