@@ -80,10 +80,12 @@ class MovedOperand(Protocol):
 class LinkArbiter:
     """A link moving one burst at a time, granting waiting transfers round-robin."""
 
-    __slots__ = ("model", "link", "capacity", "waiting", "queues", "busy", "busy_since", "log")
+    __slots__ = ("model", "after", "link", "capacity", "waiting", "queues", "busy",
+                 "busy_since", "log")
 
     def __init__(self, model: Clock, link: Link, log: list | None = None) -> None:
         self.model = model
+        self.after = model.after  # looked up once: it runs for every burst
         self.link = link
         self.capacity = link.capacity  # less what fluid flows of other calls take
         self.waiting: deque = deque()  # transfers with a burst queued here, in grant order
@@ -94,11 +96,11 @@ class LinkArbiter:
 
     def submit(self, transfer: _BurstTransfer, burst: _Burst) -> None:
         queue = self.queues.get(transfer)
-        if queue is None:
-            queue = self.queues[transfer] = deque()
-        queue.append(burst)
-        if len(queue) == 1:
+        if queue is None:  # a transfer's queue here is dropped once empty
+            self.queues[transfer] = deque((burst,))
             self.waiting.append(transfer)
+        else:
+            queue.append(burst)
         if not self.busy:
             self.busy = True
             self.busy_since = self.model.env.now
@@ -112,7 +114,7 @@ class LinkArbiter:
             self.waiting.append(transfer)  # its next burst waits for its next turn
         else:
             del self.queues[transfer]
-        self.model.after(burst.nbytes / self.capacity, burst.crossed)
+        self.after(burst.nbytes / self.capacity, burst.crossed)
 
     def released(self) -> None:
         """The burst in service has crossed: grant the next one, or go idle."""
@@ -167,17 +169,18 @@ class _BurstTransfer:
     def issue(self, _event=None) -> None:
         """Issue bursts while credits and the engine's own bandwidth allow."""
         self.pacing = False
-        env = self.model.env
+        now = self.model.env.now
+        first = self.path[0]
         while self.to_issue and self.in_flight < OUTSTANDING_BURSTS:
-            if _still_ahead(self.next_issue, env.now):
+            if _still_ahead(self.next_issue, now):
                 self.pacing = True
-                self.model.after(self.next_issue - env.now, self.issue)
+                self.model.after(self.next_issue - now, self.issue)
                 return
             nbytes = min(self.burst_bytes, self.to_issue)
             self.to_issue -= nbytes
             self.in_flight += 1
-            self.next_issue = env.now + nbytes / self.engine_rate
-            self.path[0].submit(self, _Burst(self, nbytes))
+            self.next_issue = now + nbytes / self.engine_rate
+            first.submit(self, _Burst(self, nbytes))
 
     def _done(self, _event) -> None:
         self.then()

@@ -13,12 +13,14 @@ on these; what cores are and the slices a call records are in
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable
-from heapq import heappush
+from heapq import heappop, heappush
+from math import frexp, ldexp
+from typing import Any
 
 import simpy
-from simpy.core import NORMAL
+from simpy.core import NORMAL, StopSimulation
+from simpy.events import EventPriority
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.cores import (
@@ -52,10 +54,13 @@ __all__ = ["CALL_TRACK", "COMPUTE", "ENGINES", "FIDELITIES", "INSTANT_BITS", "LO
 INSTANT_BITS = 44
 
 
+_INSTANT_SCALE = 1 << INSTANT_BITS
+
+
 def instant(when: float) -> float:
     """``when`` rounded to :data:`INSTANT_BITS` significant bits."""
-    mantissa, exponent = math.frexp(when)
-    return math.ldexp(round(mantissa * (1 << INSTANT_BITS)), exponent - INSTANT_BITS)
+    mantissa, exponent = frexp(when)
+    return ldexp(round(mantissa * _INSTANT_SCALE), exponent - INSTANT_BITS)
 
 
 class _Wakeup:
@@ -91,10 +96,41 @@ class CountingEnvironment(simpy.Environment):
         # a count's repr is "count(N)", N the next id it hands out
         return int(repr(self._eid)[6:-1])
 
+    def run(self, until: Any = None) -> Any:
+        """Process events until none is left (as :meth:`simpy.Environment.run`; with
+        ``until``, SimPy's own loop).
+
+        The loop is :meth:`simpy.Environment.step`'s body inlined: a call of a method per
+        event is a fair share of the cost of a burst-timed call's events.
+        """
+        if until is not None:
+            return super().run(until)
+        queue: list = self._queue
+        try:
+            while queue:
+                self._now, _, _, event = heappop(queue)
+                callbacks, event.callbacks = event.callbacks, None
+                for callback in callbacks:
+                    callback(event)
+                if not event._ok and not hasattr(event, "_defused"):
+                    # a failed event nobody handled crashes the run, as in step()
+                    failure = type(event._value)(*event._value.args)
+                    failure.__cause__ = event._value
+                    raise failure
+        except StopSimulation as stop:
+            # as step(): the event's other callbacks run when the simulation resumes
+            event.callbacks = callbacks[callbacks.index(callback) + 1:]
+            self.schedule(event, EventPriority(-1))
+            return stop.args[0]
+        return None
+
     def call_later(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now: one heap entry, no Timeout."""
+        # instant(), inlined: this runs for every event of a call
+        mantissa, exponent = frexp(self._now + delay)
         queue: list = self._queue  # SimPy's heap, which processes a _Wakeup like an event
-        heappush(queue, (instant(self._now + delay), NORMAL, next(self._eid), _Wakeup(then)))
+        heappush(queue, (ldexp(round(mantissa * _INSTANT_SCALE), exponent - INSTANT_BITS), NORMAL,
+                         next(self._eid), _Wakeup(then)))
 
 
 class PerCore(dict):
@@ -114,12 +150,17 @@ class Timeline:
 
     The DMA datapath (fluid flow network or burst arbiters) that times transfers is kept
     here too, created by the first call that needs it, so that every call on the timeline
-    shares it.
+    shares it. ``after(delay, then)`` calls ``then(entry)`` ``delay`` cycles from now
+    (``delay`` >= 0): the environment's :meth:`~CountingEnvironment.call_later` itself,
+    with no call in between, since every burst and tile step goes through it.
     """
+
+    after: Callable[[float, Callable], None]
 
     def __init__(self, config: ChipConfig) -> None:
         self.config = config
         self.env = CountingEnvironment()
+        self.after = self.env.call_later
         self.ddr_samples: list[tuple[float, float]] = []
         self.links = {r.name: Link(r.name, config.bytes_per_cycle(r.bandwidth_gbps))
                       for r in config.shared_regions}
@@ -134,10 +175,6 @@ class Timeline:
         self.datapaths: dict[str, object] = {}
         #: calls launched and not yet ended: a call alone may skip its steady state
         self.running = 0
-
-    def after(self, delay: float, then: Callable) -> None:
-        """Call ``then(entry)`` ``delay`` cycles from now (``delay`` >= 0)."""
-        self.env.call_later(delay, then)
 
     def sample_ddr(self, now: float, rate: float) -> None:
         """Record the DDR bandwidth in use (bytes/cycle) from ``now`` on."""
