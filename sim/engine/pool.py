@@ -150,14 +150,13 @@ class EnginePool:
         it is (on FT78NE, a core's second and third loads waited for an EDMA3CC0
         controller the first load held three times as long as the pool expected).
         """
-        busy = [e for e in self.engines if e.busy]
-        left = [nbytes if e is granted else e.expected * max(e.free_at - now, 0.0)
-                for e in busy]
-        mix = [(*(e.carrying or ("", 0)), e.rate) for e in busy]
-        rates = self._fair_rates(tuple(sorted(mix)))
-        for engine, remaining, carried in zip(busy, left, mix, strict=True):
-            engine.expected = rate = rates[carried]
-            engine.free_at = now + remaining / rate
+        busy = [(e, *(e.carrying or ("", 0)), e.rate) for e in self.engines if e.busy]
+        rates = self._fair_rates(tuple(sorted(entry[1:] for entry in busy)))
+        for engine, region, core, rate in busy:  # each from its own previous estimate
+            remaining = (nbytes if engine is granted
+                         else engine.expected * max(engine.free_at - now, 0.0))
+            engine.expected = expected = rates[region, core, rate]
+            engine.free_at = now + remaining / expected
 
     def _fair_rates(self, carried: tuple[tuple[str, int, float], ...]
                     ) -> dict[tuple[str, int, float], float]:
