@@ -28,7 +28,7 @@ Which cores share a pool is :mod:`dspsim.sim.engine.dma`'s.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Callable
 from functools import lru_cache
 from typing import NamedTuple
@@ -55,7 +55,8 @@ _SHARED_RATES_LIMIT = 1 << 14
 class Engine:
     """One DMA engine or transfer controller: its rate and the regions it reaches."""
 
-    __slots__ = ("name", "rate", "regions", "busy", "free_at", "carrying", "expected")
+    __slots__ = ("name", "rate", "regions", "busy", "free_at", "carrying", "carried",
+                 "expected")
 
     def __init__(self, name: str, rate: float, regions: frozenset[str]) -> None:
         self.name = name
@@ -67,6 +68,7 @@ class Engine:
         self.free_at = 0.0
         self.expected = 0.0
         self.carrying: tuple[str, int] | None = None  # (region, core) of that transfer
+        self.carried: tuple[str, int, float] = ("", 0, rate)  # ... and its own rate
 
     def __repr__(self) -> str:
         return f"Engine({self.name!r}, {self.rate:.3f} B/cycle)"
@@ -95,10 +97,15 @@ def fair_level(capacity: float, others: list[float], cap: float) -> float:
 
 
 @lru_cache(maxsize=1 << 14)
-def _fair_level(capacity: float, others: tuple[float, ...], cap: float) -> float:
-    """:func:`fair_level` of ``others`` given sorted, remembered: a pool weighs the same
-    few crowds of rates again and again."""
-    return fair_level(capacity, list(others), cap)
+def _shares_beside(link_capacity: float, port_capacity: float, rate: float, core: int,
+                   region: str, others: tuple[tuple[float, str, int], ...]
+                   ) -> tuple[float, float]:
+    """A transfer's fair levels on its region's link (capped at its engine's ``rate``)
+    and on its core's L2 port beside the transfers ``others`` ((rate, region, core)),
+    remembered: a pool weighs the same few crowds again and again."""
+    link = [other for other, held_region, _ in others if held_region == region]
+    port = [other for other, _, held_core in others if held_core == core]
+    return (fair_level(link_capacity, link, rate), fair_level(port_capacity, port, rate))
 
 
 class EnginePool:
@@ -121,6 +128,8 @@ class EnginePool:
         self.port_capacity = port_capacity
         self.waiting: list[_Waiter] = []
         self._free = len(self.engines)  # engines not busy
+        self._busy: list[Engine] = []  # engines busy, in the order they were granted
+        self._carried: list[tuple[str, int, float]] = []  # what they carry, sorted
         self._links: dict[object, Link] = {}
         self._rate_memo: dict[tuple, dict[tuple[str, int, float], float]] = {}
         self._capacities = (tuple(sorted(link_capacity.items())), port_capacity)
@@ -150,12 +159,11 @@ class EnginePool:
         it is (on FT78NE, a core's second and third loads waited for an EDMA3CC0
         controller the first load held three times as long as the pool expected).
         """
-        busy = [(e, *(e.carrying or ("", 0)), e.rate) for e in self.engines if e.busy]
-        rates = self._fair_rates(tuple(sorted(entry[1:] for entry in busy)))
-        for engine, region, core, rate in busy:  # each from its own previous estimate
+        rates = self._fair_rates(tuple(self._carried))
+        for engine in self._busy:  # each from its own previous estimate
             remaining = (nbytes if engine is granted
                          else engine.expected * max(engine.free_at - now, 0.0))
-            engine.expected = expected = rates[region, core, rate]
+            engine.expected = expected = rates[engine.carried]
             engine.free_at = now + remaining / expected
 
     def _fair_rates(self, carried: tuple[tuple[str, int, float], ...]
@@ -215,10 +223,8 @@ class EnginePool:
                 others: list[tuple[float, str, int]]) -> tuple[float, float]:
         """(the engine's rate or its fair share of the region's link, whichever is less;
         its fair share of the core's L2 port) beside the transfers ``others``."""
-        link = tuple(sorted(rate for rate, held_region, _ in others if held_region == region))
-        port = tuple(sorted(rate for rate, _, held_core in others if held_core == core))
-        return (_fair_level(self.link_capacity[region], link, engine.rate),
-                _fair_level(self.port_capacity, port, engine.rate))
+        return _shares_beside(self.link_capacity[region], self.port_capacity, engine.rate,
+                              core, region, tuple(others))
 
     def _shares_after(self, engine: Engine, core: int, region: str,
                       others: list[tuple[float, str, int]], still: int,
@@ -348,6 +354,9 @@ class EnginePool:
         engine.busy = True
         self._free -= 1
         engine.carrying = (waiter.region, waiter.core)
+        engine.carried = (waiter.region, waiter.core, engine.rate)
+        self._busy.append(engine)
+        insort(self._carried, engine.carried)
         self._reestimate(now, engine, waiter.nbytes)
         return engine, waiter
 
@@ -363,5 +372,7 @@ class EnginePool:
         engine.busy = False
         self._free += 1
         engine.carrying = None
+        self._busy.remove(engine)
+        self._carried.remove(engine.carried)
         self._reestimate(self.clock())
         self._serve()
