@@ -41,22 +41,30 @@ GEOMEAN_TARGET = 1.0  # this tree / the earlier engine, geometric mean over the 
 WORST_TARGET = 3.0  # ... and in every case
 CYCLES_PER_SECOND_TARGET = 1e9  # at the largest length, every chip and mask
 
-#: The worker: runs in a subprocess with the engine's tree first on sys.path. It uses only
-#: what both engines offer (Chip, chip.write, chip.call, dspsim.placement).
-WORKER = r"""
+#: What a worker runs before each call: a fresh chip, its inputs written, the call's C
+#: arguments. Workers run in a subprocess with the engine's tree first on sys.path, so
+#: this uses only what every engine offers (Chip, chip.write, dspsim.placement).
+CALL_SETUP = r"""
 import json, sys, time
 import numpy as np
 import dspsim
 from dspsim.placement import c_arguments, place_operands
-rows = []
-for chip_name, name, mask, length in json.loads(sys.argv[1]):
+
+def prepared(chip_name, name, length):
     chip = dspsim.Chip(chip_name)
     cname = chip.resolve(name)
     op = cname.operator
     addresses = place_operands(chip.config, cname, length)
     for operand in op.inputs:
         chip.write(addresses[operand], np.ones(length, cname.dtype.numpy))
-    args = c_arguments(op, addresses, length, {p.name: p.default for p in op.params})
+    return chip, c_arguments(op, addresses, length, {p.name: p.default for p in op.params})
+"""
+
+#: The worker: each case's first timing-only call on a fresh chip, in CPU seconds.
+WORKER = CALL_SETUP + r"""
+rows = []
+for chip_name, name, mask, length in json.loads(sys.argv[1]):
+    chip, args = prepared(chip_name, name, length)
     started = time.process_time()
     result = chip.call(name, *args, core_mask=mask, numerics=False)
     rows.append((time.process_time() - started, float(result.cycles)))

@@ -27,7 +27,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ab_engine import ROOT, extract
+from ab_engine import CALL_SETUP, ROOT, extract
 
 #: One case of each way a call is timed: burst by burst on one core, the pool on eight
 #: cores, per-core engines on three, an orbit, fluid at 2^22 on every core.
@@ -35,24 +35,14 @@ CASES = ("mt7004:hp_relu_grad_s:0x1:14", "ft78ne:fp_gelu_grad_s:0xff:12",
          "ft78ne:fp_relu_grad_s:0x7:16", "mt7004:hp_gelu_grad_s:0xf:20",
          "ft78ne:fp_relu_grad_s:0xff:22")
 
-WORKER = r"""
-import json, sys
-import numpy as np
-import dspsim
-from dspsim.placement import c_arguments, place_operands
+#: The worker: every case's call (``calls``), or only what precedes it (``setup``).
+WORKER = CALL_SETUP + r"""
 calls = sys.argv[2] == "calls"
-for chip_name, name, mask, power in json.loads(sys.argv[1]):
-    length = 1 << power
-    chip = dspsim.Chip(chip_name)
-    cname = chip.resolve(name)
-    op = cname.operator
-    addresses = place_operands(chip.config, cname, length)
-    for operand in op.inputs:
-        chip.write(addresses[operand], np.ones(length, cname.dtype.numpy))
-    args = c_arguments(op, addresses, length, {p.name: p.default for p in op.params})
+for chip_name, name, mask, length in json.loads(sys.argv[1]):
+    chip, args = prepared(chip_name, name, length)
     if calls:
-        print(chip_name, name, mask, power, chip.call(name, *args, core_mask=mask,
-                                                      numerics=False).cycles)
+        print(chip_name, name, mask, length,
+              chip.call(name, *args, core_mask=mask, numerics=False).cycles)
 """
 
 
@@ -69,7 +59,8 @@ def parse_case(text: str) -> tuple[str, str, int, int]:
 
 def instructions(tree: Path, cases: list, mode: str) -> tuple[int, str]:
     """Instructions a process importing the engine from ``tree`` executes over ``cases``
-    (``mode`` "calls", or "setup" for everything but the calls), and what it printed."""
+    ((chip, operator, core mask, length); ``mode`` "calls", or "setup" for everything
+    but the calls), and what it printed."""
     with tempfile.TemporaryDirectory(prefix="dspsim-callgrind-") as folder:
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/out",
@@ -100,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("A/B by instructions skipped: valgrind is not installed")
         return 0
-    cases = args.case or [parse_case(c) for c in CASES]
+    cases = [(chip, name, mask, 1 << power)  # the workers take lengths
+             for chip, name, mask, power in args.case or map(parse_case, CASES)]
     with tempfile.TemporaryDirectory(prefix="dspsim-ab-") as folder:
         earlier = extract(args.against, Path(folder))
         if earlier is None:

@@ -45,18 +45,12 @@ __all__ = ["Engine", "EnginePool", "fair_level"]
 #: one tile and the other way a period later.
 _SLACK = 1e-9
 
-#: Max-min fair rates of the transfers in flight by the pool's capacities and its cores'
-#: loads, shared by every pool of the process (see EnginePool._fair_rates) ...
-_SHARED_RATES: dict[tuple, dict] = {}
-#: ... and forgotten once it holds this many mixes (a few hundred cover a whole study).
-_SHARED_RATES_LIMIT = 1 << 14
 
 
 class Engine:
     """One DMA engine or transfer controller: its rate and the regions it reaches."""
 
-    __slots__ = ("name", "rate", "regions", "busy", "free_at", "carrying", "carried",
-                 "expected")
+    __slots__ = ("name", "rate", "regions", "busy", "free_at", "carrying", "expected")
 
     def __init__(self, name: str, rate: float, regions: frozenset[str]) -> None:
         self.name = name
@@ -67,8 +61,8 @@ class Engine:
         # last estimated them (at every grant and release, see EnginePool._reestimate)
         self.free_at = 0.0
         self.expected = 0.0
-        self.carrying: tuple[str, int] | None = None  # (region, core) of that transfer
-        self.carried: tuple[str, int, float] = ("", 0, rate)  # ... and its own rate
+        # (region, core, own rate) of that transfer: what the pool's rates are keyed by
+        self.carrying: tuple[str, int, float] | None = None
 
     def __repr__(self) -> str:
         return f"Engine({self.name!r}, {self.rate:.3f} B/cycle)"
@@ -94,6 +88,30 @@ def fair_level(capacity: float, others: list[float], cap: float) -> float:
         left -= other
         count -= 1
     return cap
+
+
+#: Load of one core: (region, engine rate) of each transfer it has in flight, sorted.
+_Load = tuple[tuple[str, float], ...]
+
+
+@lru_cache(maxsize=1 << 14)
+def _rates_by_load(capacities: tuple[tuple[tuple[str, float], ...], float],
+                   mix: tuple[_Load, ...]) -> dict[tuple[_Load, str, float], float]:
+    """Max-min fair rates of the transfers of ``mix`` (each core's load) on links of
+    ``capacities`` ((region, bytes per cycle) of each link, and a port's), by (load,
+    region, engine rate), remembered for the whole process: rates do not depend on which
+    core is which. Cores of equal loads, and a core's equal transfers, get equal rates to
+    the last bit: max-min sharing raises alike flows to each level together."""
+    links, port_capacity = capacities
+    shared = {region: Link(region, capacity) for region, capacity in links}
+    flows, owners = [], []
+    for index, load in enumerate(mix):
+        port = Link(f"port {index}", port_capacity)
+        for region, rate in load:
+            flows.append(Flow(1.0, (shared[region], port), rate, None))
+            owners.append((load, region, rate))
+    max_min_rates(flows)
+    return {owner: flow.rate for owner, flow in zip(owners, flows, strict=True)}
 
 
 @lru_cache(maxsize=1 << 14)
@@ -130,7 +148,6 @@ class EnginePool:
         self._free = len(self.engines)  # engines not busy
         self._busy: list[Engine] = []  # engines busy, in the order they were granted
         self._carried: list[tuple[str, int, float]] = []  # what they carry, sorted
-        self._links: dict[object, Link] = {}
         self._rate_memo: dict[tuple, dict[tuple[str, int, float], float]] = {}
         self._capacities = (tuple(sorted(link_capacity.items())), port_capacity)
         # ends closer than one burst's trip through the narrower of a region's link and
@@ -139,12 +156,6 @@ class EnginePool:
         # other way in the other
         self._tie = {region: burst_bytes / min(capacity, port_capacity)
                      for region, capacity in link_capacity.items()}
-
-    def _link(self, key: object, capacity: float) -> Link:
-        link = self._links.get(key)
-        if link is None:
-            link = self._links[key] = Link(str(key), capacity)
-        return link
 
     def _reestimate(self, now: float, granted: Engine | None = None,
                     nbytes: float = 0.0) -> None:
@@ -163,7 +174,7 @@ class EnginePool:
         for engine in self._busy:  # each from its own previous estimate
             remaining = (nbytes if engine is granted
                          else engine.expected * max(engine.free_at - now, 0.0))
-            engine.expected = expected = rates[engine.carried]
+            engine.expected = expected = rates[engine.carrying]  # type: ignore[index]
             engine.free_at = now + remaining / expected
 
     def _fair_rates(self, carried: tuple[tuple[str, int, float], ...]
@@ -173,9 +184,9 @@ class EnginePool:
         again, and transfers alike get the same rate.
 
         Which cores carry them does not matter, only what each core carries: the mix is
-        also remembered by its cores' loads (see :data:`_SHARED_RATES`), which every pool
-        of the process with the same capacities shares, so that a call's tile candidates
-        and the calls after it compute each mix once.
+        also remembered by its cores' loads (:func:`_rates_by_load`), for every pool of
+        the process with the same capacities, so that a call's tile candidates and the
+        calls after it compute each mix once.
         """
         rates = self._rate_memo.get(carried)
         if rates is None:
@@ -184,38 +195,16 @@ class EnginePool:
                 loads.setdefault(core, []).append((region, rate))
             load_of = {core: tuple(load) for core, load in loads.items()}
             mix = tuple(sorted(load_of.values()))
-            key = (self._capacities, mix)
-            by_load = _SHARED_RATES.get(key)
-            if by_load is None:
-                by_load = self._rates_by_load(mix)
-                if len(_SHARED_RATES) >= _SHARED_RATES_LIMIT:
-                    _SHARED_RATES.clear()  # rarely: a process timing very many chips
-                _SHARED_RATES[key] = by_load
+            by_load = _rates_by_load(self._capacities, mix)
             rates = self._rate_memo[carried] = {
                 (region, core, rate): by_load[load_of[core], region, rate]
                 for region, core, rate in carried}
         return rates
 
-    def _rates_by_load(self, mix: tuple[tuple[tuple[str, float], ...], ...]
-                       ) -> dict[tuple[tuple[tuple[str, float], ...], str, float], float]:
-        """Max-min fair rates of the transfers of ``mix`` (each core's load: (region,
-        engine rate) of its transfers), by (load, region, engine rate). Cores of equal
-        loads, and a core's equal transfers, get equal rates to the last bit: max-min
-        sharing raises alike flows to each level together."""
-        flows, owners = [], []
-        for index, load in enumerate(mix):
-            port = self._link(("port", index), self.port_capacity)
-            for region, rate in load:
-                flows.append(Flow(1.0, (self._link(region, self.link_capacity[region]), port),
-                                  rate, None))
-                owners.append((load, region, rate))
-        max_min_rates(flows)
-        return {owner: flow.rate for owner, flow in zip(owners, flows, strict=True)}
-
     def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
         """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
         # an engine carries a transfer exactly while it is busy
-        flights = sorted((e.free_at, e.rate, *e.carrying) for e in self.engines
+        flights = sorted((e.free_at, e.rate, *e.carrying[:2]) for e in self.engines
                          if e.busy and e.carrying is not None)
         return [f[0] for f in flights], [f[1:] for f in flights]
 
@@ -353,10 +342,9 @@ class EnginePool:
         waiter = self.waiting.pop(index)
         engine.busy = True
         self._free -= 1
-        engine.carrying = (waiter.region, waiter.core)
-        engine.carried = (waiter.region, waiter.core, engine.rate)
+        engine.carrying = carrying = (waiter.region, waiter.core, engine.rate)
         self._busy.append(engine)
-        insort(self._carried, engine.carried)
+        insort(self._carried, carrying)
         self._reestimate(now, engine, waiter.nbytes)
         return engine, waiter
 
@@ -371,8 +359,8 @@ class EnginePool:
         """``engine`` has finished its transfer: serve the waiters again."""
         engine.busy = False
         self._free += 1
-        engine.carrying = None
         self._busy.remove(engine)
-        self._carried.remove(engine.carried)
+        self._carried.remove(engine.carrying)  # type: ignore[arg-type]
+        engine.carrying = None
         self._reestimate(self.clock())
         self._serve()
