@@ -1,10 +1,13 @@
 """The tile search stops a candidate once it cannot win, and chooses what a search that
 simulated every candidate to its end would choose."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_timing import timed
 
-from dspsim.sim.engine import cutoff, machine
-from dspsim.sim.engine.tiling import Abandoned
+import dspsim
+from dspsim.sim.engine import cutoff, machine, tiling
+from dspsim.sim.engine.tiling import TIE_CYCLES, Abandoned, search_counts
 
 #: calls whose searches stop some candidates: fills that lose (large tiles on one core),
 #: per-tile overheads that lose, burst-timed, fluid and staggered transfers, a pool
@@ -92,3 +95,72 @@ def test_the_bound_never_exceeds_the_cycles_simulated(monkeypatch, call):
     timed(*call)
     machine.TILINGS.clear()
     assert checked
+
+
+#: calls whose fastest tiling takes the call's floor (DDR-bound on every core), and one
+#: whose fastest does not (gelu_grad's vector work and fill stay above it)
+FLOORED = [("mt7004", "hp_relu_grad_s", 1 << 16, 0xf), ("ft78ne", "fp_relu_grad_s", 1 << 14, 0xff),
+           ("mt7004", "hp_relu_grad_s", 1 << 14, 0x7)]
+ABOVE_FLOOR = ("ft78ne", "fp_gelu_grad_s", 1 << 14, 0xff)
+
+
+def without_floor(monkeypatch, call):
+    """The call as a search that never stops at the floor finds it, and how many
+    candidates that search simulated."""
+    with monkeypatch.context() as patch:
+        patch.setattr(tiling, "cycles_floor", lambda *args: (0.0, "none"))
+        result, outcomes = searched(monkeypatch, call)
+    return result, outcomes
+
+
+@pytest.mark.parametrize("call", FLOORED + [ABOVE_FLOOR],
+                         ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]:#x}")
+def test_every_candidate_takes_at_least_the_floor(monkeypatch, call):
+    """The floor (launch, barrier, a setup, the busiest roofline term) is a lower bound
+    on every tiling the search without it simulates (up to the 0.1% an orbit may skip)."""
+    result, outcomes = without_floor(monkeypatch, call)
+    floor = result.timing.roofline_cycles + dspsim.Chip(call[0]).config.dma.setup_cycles
+    simulated = [o.cycles for o in outcomes if not isinstance(o, Abandoned)]
+    assert len(simulated) >= 3
+    assert min(simulated) >= floor * (1 - 1e-3), (min(simulated), floor)
+
+
+@pytest.mark.parametrize("call", FLOORED, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]:#x}")
+def test_a_search_that_reaches_the_floor_stops_there(monkeypatch, call):
+    result, outcomes = searched(monkeypatch, call)
+    full, full_outcomes = without_floor(monkeypatch, call)
+    assert result.cycles == full.cycles
+    assert result.tiling["tiles_per_core"] <= full.tiling["tiles_per_core"]
+    assert len(outcomes) < len(full_outcomes)
+    assert "none can be faster: it takes the call's least possible time" in \
+        result.tiling["reason"]
+    assert "DDR term" in result.tiling["reason"]
+
+
+def test_a_search_above_the_floor_is_unchanged(monkeypatch):
+    result, outcomes = searched(monkeypatch, ABOVE_FLOOR)
+    full, full_outcomes = without_floor(monkeypatch, ABOVE_FLOOR)
+    assert (result.cycles, result.tiling) == (full.cycles, full.tiling)
+    assert len(outcomes) == len(full_outcomes)
+    assert "least possible time" not in result.tiling["reason"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=40), min_size=64, max_size=64),
+       st.integers(min_value=1, max_value=64), st.integers(min_value=0, max_value=1000))
+def test_stopping_at_the_floor_never_finds_a_slower_count(above, start, floor):
+    """On any curve no lower than its floor, the walk that stops at the floor ends as fast
+    (up to a tie) as the walk that does not."""
+    curve = {count: floor + 10.0 * extra for count, extra in enumerate(above, start=1)}
+
+    def walk(with_floor: float) -> float:
+        seen: dict[int, float] = {}
+
+        def time_count(count: int) -> float:
+            seen[count] = curve[count]
+            return seen[count]
+
+        search_counts(time_count, 1, 64, start, with_floor)
+        return min(seen.values())
+
+    assert walk(floor) <= walk(0.0) + TIE_CYCLES

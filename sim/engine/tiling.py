@@ -26,7 +26,11 @@ from typing import Any
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.job import Job
-from dspsim.sim.engine.tiling_model import cycles_lower_bound, estimated_best_count
+from dspsim.sim.engine.tiling_model import (
+    cycles_floor,
+    cycles_lower_bound,
+    estimated_best_count,
+)
 from dspsim.sim.engine.vector import VectorCost
 from dspsim.sim.engine.work_split import (
     balanced_tiles,
@@ -128,7 +132,7 @@ def hopeless_above(fastest: float, tiles: int) -> float:
 
 
 def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
-                  start: int) -> None:
+                  start: int, floor: float = 0.0) -> None:
     """Walk the tile counts from ``start`` towards shorter simulated times.
 
     Doubling or halving the count while either saves time worth the step
@@ -137,9 +141,25 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     tile more or less still matters, and of every count nearly as fast
     (:data:`NEAR_BEST`), round after round while a round finds a faster count.
     ``time_count`` times a count (and remembers it): by simulating it, or by a lower
-    bound when that bound already exceeds the fastest simulated time.
+    bound when that bound already exceeds the fastest simulated time. Once a count takes
+    ``floor`` cycles (up to a tie), the least any count can take, none can be faster: the
+    walk only halves it while the half takes the floor too (ties go to fewer tiles).
     """
     visited: set[int] = set()
+
+    def at_floor(count: int) -> bool:
+        return timed(count) <= floor + TIE_CYCLES
+
+    def reached_floor() -> bool:
+        """Whether a count seen takes the floor; if so, halve the fewest that does while
+        its half does too."""
+        floored = [c for c in visited if at_floor(c)]
+        if not floored:
+            return False
+        fewest_floored = min(floored)
+        while fewest_floored > fewest and at_floor(clamp(fewest_floored / 2)):
+            fewest_floored = clamp(fewest_floored / 2)
+        return True
 
     def timed(count: int) -> float:  # the caller's, remembering which counts it saw
         visited.add(count)
@@ -154,6 +174,8 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
                                   or saves(timed(current), timed(fewest))):
         return  # as fast with the largest tiles as where the estimate points: a flat curve
     while True:
+        if reached_floor():
+            return
         steps = {clamp(current / 2), clamp(current * 2)} - {current}
         better = [c for c in steps if saves(timed(current), timed(c))]
         if not better:
@@ -163,12 +185,14 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
         return
     refined: set[int] = set()
     fastest = min(timed(c) for c in visited)
-    while True:
+    while not reached_floor():
         near = sorted(c for c in visited - refined
                       if c <= NEIGHBOUR_TILES and timed(c) <= fastest * (1 + NEAR_BEST))
         for count in near:
             refined.add(count)
             for neighbour in (count - NEIGHBOURS, count + NEIGHBOURS):
+                if reached_floor():
+                    return
                 if fewest <= neighbour <= most:
                     timed(neighbour)
         before, fastest = fastest, min(timed(c) for c in visited)
@@ -250,7 +274,8 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         return result.cycles
 
     start = estimated_best_count(config, job, cost, busy, elements, fewest, most)
-    search_counts(timed, fewest, most, start)
+    floor, resource = cycles_floor(config, job, cost, parts)
+    search_counts(timed, fewest, most, start, floor)
     quickest = min(t.cycles for t in timings.values())
     # among tilings equally fast to the reported cycle, the fewest tiles: fewer transfers
     # to set up on the chip, and fewer events to simulate
@@ -283,6 +308,9 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         reason += (f"; {unsimulated} more not simulated, "
                    f"{'its lower bound' if unsimulated == 1 else 'their lower bounds'} "
                    f"exceeding the fastest")
+    if quickest <= floor + TIE_CYCLES and len(candidates) > 1:
+        reason += (f"; none can be faster: it takes the call's least possible time "
+                   f"(launch, barrier, a DMA setup and the {resource} term)")
     if stopped:
         reason += (f"; {len(stopped)} more stopped once a lower bound on "
                    f"{'its' if len(stopped) == 1 else 'their'} cycles exceeded the fastest")

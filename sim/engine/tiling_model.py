@@ -11,6 +11,7 @@ import numpy as np
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
+from dspsim.sim.engine.roofline import roofline_terms
 from dspsim.sim.engine.vector import VectorCost
 from dspsim.sim.engine.work_split import balanced_tiles, tile_for_count
 
@@ -104,6 +105,22 @@ def cycles_lower_bound(config: ChipConfig, job: Job, cost: VectorCost,
                       for sizes in cores)
     last_loaded = dma.setup_cycles + first_loads + after_loads
     return config.launch_cycles + max(own, last_loaded) + config.barrier_cycles
+
+
+def cycles_floor(config: ChipConfig, job: Job, cost: VectorCost,
+                 parts: list[tuple[int, int, int]]) -> tuple[float, str]:
+    """Cycles no tiling of the call can beat, and the resource that sets them.
+
+    The launch and the barrier, one DMA setup (no byte moves before the first transfer is
+    set up, and no vector work starts before its first tile has moved), and the busiest
+    resource's roofline term (:mod:`dspsim.sim.engine.roofline`). A tiling that takes this
+    long is the fastest there is, up to a tie.
+    """
+    elements = {core: stop - start for core, start, stop in parts}
+    terms = roofline_terms(config, job, cost, [elements.get(core, 0) for core in job.cores])
+    fixed = terms.pop("launch overhead", 0.0)
+    busiest = max(terms, key=lambda term: terms[term])
+    return fixed + config.dma.setup_cycles + terms[busiest], busiest
 
 
 def _widest_link(config: ChipConfig, operands: tuple) -> float:
