@@ -5,7 +5,8 @@ from one core to all, timed on the chip with three keys changed on purpose, with
 multiplicative noise; the fit starts from the packaged chip. Prints wall and processor
 seconds, evaluations, simulated calls and how far each fitted key is from the value the
 measurements were made with; writes benchmarks/results/bench_calibration.json and exits
-with status 1 if a calibration took a minute or more.
+with status 1 if a chip's calibration took more than 2 s of processor time (the target
+the simulator is held to).
 
     python benchmarks/bench_calibration.py                 # both chips, 2% noise
     python benchmarks/bench_calibration.py --chips mt7004 --noise 0
@@ -22,7 +23,8 @@ import tempfile
 
 from dspsim.calibration import calibrate, calls, synthetic_measurements, write_measurements
 
-TARGET_SECONDS = 60.0
+#: processor seconds a chip's calibration may take
+TARGET_CPU_SECONDS = 2.0
 ROWS = 50
 OPERATORS = ["fp_relu_grad_s", "fp_gelu_grad_s", "fp_smoothl1lossgrad_s", "fp_l_relu_s",
              "fp_sigmoid_grad_s"]
@@ -85,10 +87,11 @@ def main(argv=None) -> int:
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump({"python": platform.python_version(), "machine": platform.machine(),
                    "cpus": os.cpu_count(), "runs": runs}, handle, indent=2)
-    slow = [r["chip"] for r in runs if r["seconds"] >= TARGET_SECONDS]
-    if slow:
-        print(f"over {TARGET_SECONDS:.0f} s: {', '.join(slow)}")
-    return 1 if slow else 0
+    for run in runs:
+        met = run["cpu_seconds"] <= TARGET_CPU_SECONDS
+        print(f"{'met' if met else 'MISSED'}  {run['chip']}: calibration <= "
+              f"{TARGET_CPU_SECONDS:g} s of processor time: {run['cpu_seconds']:.1f} s")
+    return 0 if all(r["cpu_seconds"] <= TARGET_CPU_SECONDS for r in runs) else 1
 
 
 if __name__ == "__main__":
