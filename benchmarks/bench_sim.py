@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -43,6 +42,7 @@ from rich.console import Console
 from rich.table import Table
 
 import dspsim
+from dspsim.atomic import write_atomically
 from dspsim.placement import c_arguments, place_operands
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -227,15 +227,6 @@ def render(console: Console, rows: list[dict], checks: list[dict], grid: dict | 
                           f"{100 * part['mean_difference']:.3f}%")
 
 
-def write_json(path: Path, payload: dict) -> None:
-    """Write ``payload`` atomically (a temporary file, then a rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=".bench-", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, indent=2)
-    os.replace(temporary, path)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -282,10 +273,11 @@ def main(argv: list[str] | None = None) -> int:
                 verdict = "[green]met[/]" if check["ok"] else "[red]MISSED[/]"
                 console.print(f"{verdict}  {check['target']}: {check['measured']}")
             checks += ab_checks
-    write_json(args.json, {
+    write_atomically(json.dumps({
         "command": " ".join(["python", "benchmarks/bench_sim.py", *(argv or sys.argv[1:])]),
         "machine": machine_description(), "repeats": repeats, "rows": rows,
-        "targets": checks, "fidelity_grid": grid, "ab": ab})
+        "targets": checks, "fidelity_grid": grid, "ab": ab}, indent=2).encode(), args.json,
+        "results file")
     console.print(f"results written to {args.json}")
     missed = [c for c in checks if not c["ok"]]
     if missed:

@@ -49,7 +49,7 @@ from dspsim.result import RunResult, make_result
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.machine import Timing, run_job
-from dspsim.sim.engine.roofline import roofline_terms
+from dspsim.sim.engine.roofline import roofline_bound, roofline_terms
 from dspsim.sim.memory import Memory
 from dspsim.traces.usage import CALL_KEY, RESOURCES, describe_resources, vector_description
 
@@ -156,10 +156,9 @@ def call_resources(config: ChipConfig, bound: BoundCall, timing: Timing) -> dict
     # the whole length on the first of the call's cores, none on the others
     one_core = roofline_terms(config, job, timing.vector,
                               [bound.length] + [0] * (len(job.cores) - 1))
-    fixed = one_core.pop("launch overhead", 0.0)
     return describe_resources(
         config, {CALL_KEY: vector_description(config, timing.vector, bound.cname.operator.mix)},
-        one_core_roofline=fixed + max(one_core.values(), default=0.0),
+        one_core_roofline=roofline_bound(one_core)[0],
         cores=len(bound.cores))
 
 

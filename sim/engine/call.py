@@ -25,7 +25,7 @@ from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.model import Model, Timeline
 from dspsim.sim.engine.pipeline import run_private, run_shared
-from dspsim.sim.engine.roofline import roofline_terms
+from dspsim.sim.engine.roofline import roofline_bound, roofline_terms
 from dspsim.sim.engine.slices import Slice, SliceLog
 from dspsim.sim.engine.steady import SteadyState
 from dspsim.sim.engine.tiling import TilingChoice, partition
@@ -68,9 +68,7 @@ class Timing:
     @property
     def roofline_cycles(self) -> float:
         """A lower bound on the call's cycles: fixed overheads plus the busiest resource."""
-        terms = dict(self.roofline_terms)
-        fixed = terms.pop("launch overhead", 0.0)
-        return fixed + max(terms.values(), default=0.0)
+        return roofline_bound(self.roofline_terms)[0]
 
     @property
     def bound(self) -> str:

@@ -19,6 +19,15 @@ ROOFLINE_TERMS = ("launch overhead", "DMA engine", "L2 port", "vector unit", "DD
                   "shared SRAM")
 
 
+def roofline_bound(terms: dict[str, float]) -> tuple[float, str | None]:
+    """The lower bound ``terms`` put on a call: its fixed launch overhead plus its busiest
+    resource's term, and that resource (None if there is none but the launch)."""
+    rest = {term: cycles for term, cycles in terms.items() if term != "launch overhead"}
+    busiest = max(rest, key=lambda term: rest[term], default=None)
+    return (terms.get("launch overhead", 0.0) + (rest[busiest] if busiest else 0.0),
+            busiest)
+
+
 def roofline_terms(config: ChipConfig, job: Job, cost: VectorCost,
                    part_elements: list[int]) -> dict[str, float]:
     """Cycles each resource needs for the call; ``part_elements`` are the cores' parts."""

@@ -151,14 +151,15 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
         return timed(count) <= floor + TIE_CYCLES
 
     def reached_floor() -> bool:
-        """Whether a count seen takes the floor; if so, halve the fewest that does while
-        its half does too."""
+        """Whether a count seen takes the floor; if so, also time the halves of the fewest
+        that does while each takes the floor too (the caller chooses the fewest tiles
+        among the counts timed that tie)."""
         floored = [c for c in visited if at_floor(c)]
         if not floored:
             return False
-        fewest_floored = min(floored)
-        while fewest_floored > fewest and at_floor(clamp(fewest_floored / 2)):
-            fewest_floored = clamp(fewest_floored / 2)
+        count = min(floored)
+        while count > fewest and at_floor(clamp(count / 2)):
+            count = clamp(count / 2)
         return True
 
     def timed(count: int) -> float:  # the caller's, remembering which counts it saw

@@ -11,7 +11,7 @@ import numpy as np
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.dma import sharing_cores
 from dspsim.sim.engine.job import Job
-from dspsim.sim.engine.roofline import roofline_terms
+from dspsim.sim.engine.roofline import roofline_bound, roofline_terms
 from dspsim.sim.engine.vector import VectorCost
 from dspsim.sim.engine.work_split import balanced_tiles, tile_for_count
 
@@ -117,10 +117,9 @@ def cycles_floor(config: ChipConfig, job: Job, cost: VectorCost,
     long is the fastest there is, up to a tie.
     """
     elements = {core: stop - start for core, start, stop in parts}
-    terms = roofline_terms(config, job, cost, [elements.get(core, 0) for core in job.cores])
-    fixed = terms.pop("launch overhead", 0.0)
-    busiest = max(terms, key=lambda term: terms[term])
-    return fixed + config.dma.setup_cycles + terms[busiest], busiest
+    bound, busiest = roofline_bound(
+        roofline_terms(config, job, cost, [elements.get(core, 0) for core in job.cores]))
+    return bound + config.dma.setup_cycles, busiest or "launch overhead"
 
 
 def _widest_link(config: ChipConfig, operands: tuple) -> float:
