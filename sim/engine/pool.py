@@ -126,6 +126,12 @@ def _shares_beside(link_capacity: float, port_capacity: float, rate: float, core
     return (fair_level(link_capacity, link, rate), fair_level(port_capacity, port, rate))
 
 
+#: Rates of the mixes in flight, by the capacities of the pool's links and ports.
+_RATES_BY_CAPACITIES: dict[tuple, dict[tuple, dict[tuple[str, int, float], float]]] = {}
+#: Mixes remembered per capacities before starting afresh (memory stays bounded).
+_RATE_MEMO_LIMIT = 1 << 16
+
+
 class EnginePool:
     """Engines shared by some cores, granted to transfers in the order they asked.
 
@@ -148,8 +154,13 @@ class EnginePool:
         self._free = len(self.engines)  # engines not busy
         self._busy: list[Engine] = []  # engines busy, in the order they were granted
         self._carried: list[tuple[str, int, float]] = []  # what they carry, sorted
-        self._rate_memo: dict[tuple, dict[tuple[str, int, float], float]] = {}
         self._capacities = (tuple(sorted(link_capacity.items())), port_capacity)
+        # the rates of each mix in flight, shared by every pool of the process with the
+        # same capacities: a call's tile candidates and the calls after it meet the same
+        # mixes on fresh pools
+        self._rate_memo = _RATES_BY_CAPACITIES.setdefault(self._capacities, {})
+        if len(self._rate_memo) > _RATE_MEMO_LIMIT:
+            self._rate_memo.clear()
         # ends closer than one burst's trip through the narrower of a region's link and
         # the port are ties (see _best): bursts end a transfer up to that far from where
         # fluid flows end it, and a finer choice would go one way in one fidelity and the
@@ -180,8 +191,9 @@ class EnginePool:
     def _fair_rates(self, carried: tuple[tuple[str, int, float], ...]
                     ) -> dict[tuple[str, int, float], float]:
         """The max-min fair rate of each (region, core, engine rate) of transfers in flight
-        ``carried`` (sorted): remembered, since a pool sees the same few mixes again and
-        again, and transfers alike get the same rate.
+        ``carried`` (sorted): remembered for every pool of the process with the same
+        capacities, since pools see the same few mixes again and again, and transfers
+        alike get the same rate.
 
         Which cores carry them does not matter, only what each core carries: the mix is
         also remembered by its cores' loads (:func:`_rates_by_load`), for every pool of
@@ -204,8 +216,8 @@ class EnginePool:
     def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
         """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
         # an engine carries a transfer exactly while it is busy
-        flights = sorted((e.free_at, e.rate, *e.carrying[:2]) for e in self.engines
-                         if e.busy and e.carrying is not None)
+        flights = sorted((e.free_at, e.rate, *e.carrying[:2]) for e in self._busy
+                         if e.carrying is not None)
         return [f[0] for f in flights], [f[1:] for f in flights]
 
     def _shares(self, engine: Engine, core: int, region: str,
