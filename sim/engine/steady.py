@@ -65,6 +65,14 @@ DRIFT_LIMIT = 1e-3
 #: ... and is then advanced by periods over which no two pending instants that slide
 #: against each other change order, nor slide apart by more than this fraction of it.
 DRIFT_SPAN = 1e-2
+#: Snapshots in a row that find no period before they are taken half as often (a state
+#: that has not come back in that many tiles, such as FT78NE's pool serving eight cores
+#: whose transfers interleave differently every tile, rarely does later; reading it
+#: every tile would cost a tenth of the call) ...
+FRUITLESS_SNAPSHOTS = 32
+#: ... down to one every this many tiles of the first pipeline. A period of P tiles is
+#: still seen: two snapshots a multiple of both P and the stride apart have the same key.
+MAX_STRIDE = 8
 #: Tiles left at the end of every pipeline for the drain, which is simulated.
 DRAIN_TILES = 1
 
@@ -104,6 +112,10 @@ class SteadyState:
         self.env = model.env
         self.timeline = model.timeline
         self.history: dict[tuple, list[_Snapshot]] = {}
+        # snapshots are taken every ``stride`` tiles of the first pipeline; the stride
+        # doubles after each FRUITLESS_SNAPSHOTS snapshots in a row that found no period
+        self.stride = 1
+        self.fruitless = 0
 
         self.skipped_periods = 0
         self.skipped_cycles = 0.0
@@ -121,14 +133,21 @@ class SteadyState:
             return
         if pipeline.next_load + DRAIN_TILES >= len(pipeline.tiles):
             return  # too close to its end for a period to be worth skipping
+        if pipeline.next_compute % self.stride:
+            return
         state = self.reader.state()
         snapshot = self._snapshot(state)
         earlier = self.history.setdefault(state.key, [])
         if self._repeats(snapshot, earlier[-HISTORY:]) or self._orbits(snapshot, earlier):
             self.history.clear()
+            self.fruitless = 0
             return
         earlier.append(snapshot)
         del earlier[:-ORBIT_HISTORY]
+        self.fruitless += 1
+        if self.fruitless == FRUITLESS_SNAPSHOTS and self.stride < MAX_STRIDE:
+            self.stride *= 2
+            self.fruitless = 0
 
     def _repeats(self, snapshot: _Snapshot, earlier: list[_Snapshot]) -> bool:
         """Skip periods if ``snapshot`` repeats one of ``earlier`` (same key), exactly or
