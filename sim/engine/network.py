@@ -15,6 +15,7 @@ bit, those the identical transfers would get one by one.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -41,6 +42,17 @@ class Link:
 #: What makes flows alike: their links, shares and cap, and whether they stand in for a
 #: transfer timed burst by burst. Flows alike always get the same rate.
 RouteKey = tuple[tuple[Link, ...], tuple[int, ...], float, bool]
+
+#: Routes numbered for the whole process by what decides their rates: each link by the
+#: order in which its network first met it and by its capacity, the shares, the cap and
+#: whether the flow stands in. Networks (every tile candidate's timeline, every call's)
+#: then share the rates of every mix of routes they have computed.
+_ROUTE_NUMBERS: dict[tuple, int] = {}
+_NEXT_ROUTE = itertools.count()
+#: Each route's rate and the watched link's load, by mix of routes (and watched link).
+_RATES_BY_MIX: dict[tuple, tuple[dict[int, float], float]] = {}
+#: Mixes remembered before starting afresh (memory stays bounded).
+_RATES_LIMIT = 1 << 16
 
 
 class Flow:
@@ -152,10 +164,12 @@ class FlowNetwork:
         self._last_update = env.now
         self._on_rates_changed = on_rates_changed
         self._watched = watched
-        # max-min rates depend only on how many flows use each route: remember them
+        # max-min rates depend only on how many flows use each route: they are remembered
+        # for the process (_RATES_BY_MIX), routes numbered for it (_ROUTE_NUMBERS)
         self._route_ids: dict[RouteKey, int] = {}
         self._route_counts: dict[int, int] = {}
-        self._rate_cache: dict[frozenset, tuple[dict[int, float], float]] = {}
+        self._link_order: dict[Link, int] = {}  # links by when this network first met them
+        self._watched_key = None if watched is None else (self._link_key(watched),)
 
     def transfer(self, nbytes: float, links: tuple[Link, ...], cap: float) -> simpy.Event:
         """Start moving ``nbytes`` over ``links`` at most at ``cap`` bytes/cycle.
@@ -187,9 +201,27 @@ class FlowNetwork:
         self._route(flow)
         return flow
 
+    def _link_key(self, link: Link) -> tuple[int, float]:
+        """What tells ``link`` from this network's other links, and what it can carry."""
+        order = self._link_order.setdefault(link, len(self._link_order))
+        return order, link.capacity
+
+    def _route_number(self, flow: Flow) -> int:
+        """The process-wide number of ``flow``'s route (see :data:`_ROUTE_NUMBERS`)."""
+        key = flow.route_key()
+        number = self._route_ids.get(key)
+        if number is None:
+            alike = (tuple(self._link_key(link) for link in flow.links), flow.shares,
+                     flow.cap, flow.standing)
+            number = _ROUTE_NUMBERS.get(alike)
+            if number is None:  # next() first: threads never share a number by mistake
+                number = _ROUTE_NUMBERS.setdefault(alike, next(_NEXT_ROUTE))
+            self._route_ids[key] = number
+        return number
+
     def _route(self, flow: Flow) -> None:
         """Number ``flow``'s route, count it on the route and set the new rates."""
-        flow.route = self._route_ids.setdefault(flow.route_key(), len(self._route_ids))
+        flow.route = self._route_number(flow)
         self.flows.append(flow)
         self._route_counts[flow.route] = self._route_counts.get(flow.route, 0) + 1
         self._reschedule()
@@ -220,16 +252,19 @@ class FlowNetwork:
         self._last_update = self.env.now
 
     def _rates(self) -> dict[int, float]:
-        """Each route's max-min rate for the flows in progress (cached by their mix)."""
-        key = frozenset(self._route_counts.items())
-        known = self._rate_cache.get(key)
+        """Each route's max-min rate for the flows in progress (remembered by their mix
+        for the whole process)."""
+        key = (frozenset(self._route_counts.items()), self._watched_key)
+        known = _RATES_BY_MIX.get(key)
         if known is None:
             max_min_rates(self.flows)
             watched = self._watched
             load = (sum(f.rate * f.share_of(watched) for f in self.flows if not f.standing)
                     if watched else 0.0)
             known = ({f.route: f.rate for f in self.flows}, load)
-            self._rate_cache[key] = known
+            if len(_RATES_BY_MIX) > _RATES_LIMIT:
+                _RATES_BY_MIX.clear()
+            _RATES_BY_MIX[key] = known
         if self._on_rates_changed is not None:
             self._on_rates_changed(self.env.now, known[1])
         return known[0]
