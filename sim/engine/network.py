@@ -49,8 +49,14 @@ RouteKey = tuple[tuple[Link, ...], tuple[int, ...], float, bool]
 #: then share the rates of every mix of routes they have computed.
 _ROUTE_NUMBERS: dict[tuple, int] = {}
 _NEXT_ROUTE = itertools.count()
+#: What each process-wide route number stands for: (links, shares, cap, stand-in), each
+#: link as (order met, capacity).
+_ROUTE_SHAPES: dict[int, tuple] = {}
 #: Each route's rate and the watched link's load, by mix of routes (and watched link).
 _RATES_BY_MIX: dict[tuple, tuple[dict[int, float], float]] = {}
+#: The same by mix up to which port is which (see FlowNetwork._symmetric_mix): the rate of
+#: a route by its port's load and its other links, and the watched link's load.
+_RATES_BY_SYMMETRIC_MIX: dict[tuple, tuple[dict[tuple, float], float]] = {}
 #: Mixes remembered before starting afresh (memory stays bounded).
 _RATES_LIMIT = 1 << 16
 
@@ -214,8 +220,13 @@ class FlowNetwork:
             alike = (tuple(self._link_key(link) for link in flow.links), flow.shares,
                      flow.cap, flow.standing)
             number = _ROUTE_NUMBERS.get(alike)
-            if number is None:  # next() first: threads never share a number by mistake
-                number = _ROUTE_NUMBERS.setdefault(alike, next(_NEXT_ROUTE))
+            if number is None:
+                # the shape is known before the number is published, and next() is
+                # drawn first: threads never read a number's shape too early, nor share a
+                # number by mistake
+                fresh = next(_NEXT_ROUTE)
+                _ROUTE_SHAPES[fresh] = alike
+                number = _ROUTE_NUMBERS.setdefault(alike, fresh)
             self._route_ids[key] = number
         return number
 
@@ -257,17 +268,67 @@ class FlowNetwork:
         key = (frozenset(self._route_counts.items()), self._watched_key)
         known = _RATES_BY_MIX.get(key)
         if known is None:
-            max_min_rates(self.flows)
-            watched = self._watched
-            load = (sum(f.rate * f.share_of(watched) for f in self.flows if not f.standing)
-                    if watched else 0.0)
-            known = ({f.route: f.rate for f in self.flows}, load)
+            known = self._symmetric_rates()
             if len(_RATES_BY_MIX) > _RATES_LIMIT:
                 _RATES_BY_MIX.clear()
             _RATES_BY_MIX[key] = known
         if self._on_rates_changed is not None:
             self._on_rates_changed(self.env.now, known[1])
         return known[0]
+
+    def _symmetric_mix(self) -> tuple[tuple, dict[tuple, tuple]] | None:
+        """The mix of routes in progress up to which port is which, and each port's load.
+
+        A route's last link is its port (a core's L2 port): ports that carry alike loads
+        (the same capacity, and routes alike over the same other links) are
+        interchangeable, and get the same rates to the last bit. Eight cores of FT78NE
+        sharing its pool make thousands of mixes that differ only in which core's port
+        carries which load. None when the mix does not have that shape (a port is also
+        another route's earlier link, or is the watched link).
+        """
+        by_port: dict[tuple, list[tuple]] = {}
+        earlier: set[tuple] = set()
+        for number, count in self._route_counts.items():
+            links, shares, cap, standing = _ROUTE_SHAPES[number]
+            if len(links) < 2:
+                return None
+            earlier.update(links[:-1])
+            by_port.setdefault(links[-1], []).append((links[:-1], shares, cap, standing, count))
+        watched = self._watched_key
+        if not earlier.isdisjoint(by_port) or (watched is not None and watched[0] in by_port):
+            return None
+        loads = {port: (port[1], tuple(sorted(routes))) for port, routes in by_port.items()}
+        return (tuple(sorted(loads.values())), watched), loads
+
+    def _symmetric_rates(self) -> tuple[dict[int, float], float]:
+        """Each route's max-min rate for the flows in progress, and the watched link's
+        load: from the mix up to which port is which when it was met before."""
+        symmetric = self._symmetric_mix()
+        if symmetric is not None:
+            key, loads = symmetric
+            known = _RATES_BY_SYMMETRIC_MIX.get(key)
+            if known is not None:
+                by_shape, load = known
+                rates = {}
+                for number in self._route_counts:
+                    links, shares, cap, standing = _ROUTE_SHAPES[number]
+                    rates[number] = by_shape[loads[links[-1]], links[:-1], shares, cap,
+                                             standing]
+                return rates, load
+        max_min_rates(self.flows)
+        watched = self._watched
+        load = (sum(f.rate * f.share_of(watched) for f in self.flows if not f.standing)
+                if watched else 0.0)
+        if symmetric is not None:
+            key, loads = symmetric
+            by_shape = {}
+            for flow in self.flows:
+                links, shares, cap, standing = _ROUTE_SHAPES[flow.route]
+                by_shape[loads[links[-1]], links[:-1], shares, cap, standing] = flow.rate
+            if len(_RATES_BY_SYMMETRIC_MIX) > _RATES_LIMIT:
+                _RATES_BY_SYMMETRIC_MIX.clear()
+            _RATES_BY_SYMMETRIC_MIX[key] = (by_shape, load)
+        return {f.route: f.rate for f in self.flows}, load
 
     def _reschedule(self) -> None:
         self._generation += 1
