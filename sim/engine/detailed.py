@@ -80,12 +80,14 @@ class MovedOperand(Protocol):
 class LinkArbiter:
     """A link moving one burst at a time, granting waiting transfers round-robin."""
 
-    __slots__ = ("model", "after", "link", "capacity", "waiting", "queues", "busy",
+    __slots__ = ("model", "env", "after", "link", "capacity", "waiting", "queues", "busy",
                  "busy_since", "log")
 
     def __init__(self, model: Clock, link: Link, log: list | None = None) -> None:
         self.model = model
-        self.after = model.after  # looked up once: it runs for every burst
+        # looked up once: they run for every burst (the clock read without the property)
+        self.env = model.env
+        self.after = model.after
         self.link = link
         self.capacity = link.capacity  # less what fluid flows of other calls take
         self.waiting: deque = deque()  # transfers with a burst queued here, in grant order
@@ -103,7 +105,7 @@ class LinkArbiter:
             queue.append(burst)
         if not self.busy:
             self.busy = True
-            self.busy_since = self.model.env.now
+            self.busy_since = self.env._now
             self._grant()
 
     def _grant(self) -> None:
@@ -123,7 +125,7 @@ class LinkArbiter:
             return
         self.busy = False
         if self.log is not None:
-            self.log.append((self.busy_since, self.model.env.now))
+            self.log.append((self.busy_since, self.env._now))
 
 
 class _Burst:
@@ -147,12 +149,13 @@ class _Burst:
 class _BurstTransfer:
     """One DMA transfer as a train of bursts over its path of links."""
 
-    __slots__ = ("model", "path", "burst_bytes", "engine_rate", "left", "to_issue",
+    __slots__ = ("model", "env", "path", "burst_bytes", "engine_rate", "left", "to_issue",
                  "in_flight", "next_issue", "pacing", "earliest_end", "then")
 
     def __init__(self, model: Clock, path: tuple[LinkArbiter, ...], nbytes: int,
                  burst_bytes: int, engine_rate: float, then: Callable) -> None:
         self.model = model
+        self.env = model.env
         self.path = path
         self.burst_bytes = burst_bytes
         self.engine_rate = engine_rate
@@ -169,10 +172,11 @@ class _BurstTransfer:
     def issue(self, _event=None) -> None:
         """Issue bursts while credits and the engine's own bandwidth allow."""
         self.pacing = False
-        now = self.model.env.now
+        now = self.env._now
         first = self.path[0]
         while self.to_issue and self.in_flight < OUTSTANDING_BURSTS:
-            if _still_ahead(self.next_issue, now):
+            # _still_ahead(self.next_issue, now), inlined: it runs for every burst
+            if self.next_issue - now > 1e-9 * (now if now > 1.0 else 1.0):
                 self.pacing = True
                 self.model.after(self.next_issue - now, self.issue)
                 return
@@ -189,7 +193,7 @@ class _BurstTransfer:
         self.in_flight -= 1
         self.left -= nbytes
         if not self.left:
-            now = self.model.env.now
+            now = self.env._now
             if _still_ahead(self.earliest_end, now):
                 self.model.after(self.earliest_end - now, self._done)
             else:
