@@ -48,17 +48,16 @@ RouteKey = tuple[tuple[Link, ...], tuple[int, ...], float, bool]
 #: whether the flow stands in. Networks (every tile candidate's timeline, every call's)
 #: then share the rates of every mix of routes they have computed.
 _ROUTE_NUMBERS: dict[tuple, int] = {}
+#: Numbers are never handed out twice, even once _ROUTE_NUMBERS has started afresh.
 _NEXT_ROUTE = itertools.count()
-#: What each process-wide route number stands for: (links, shares, cap, stand-in), each
-#: link as (order met, capacity).
-_ROUTE_SHAPES: dict[int, tuple] = {}
 #: Each route's rate and the watched link's load, by mix of routes (and watched link).
 _RATES_BY_MIX: dict[tuple, tuple[dict[int, float], float]] = {}
 #: The same by mix up to which port is which (see FlowNetwork._symmetric_mix): the rate of
 #: a route by its port's load and its other links, and the watched link's load.
 _RATES_BY_SYMMETRIC_MIX: dict[tuple, tuple[dict[tuple, float], float]] = {}
-#: Mixes remembered before starting afresh (memory stays bounded).
-_RATES_LIMIT = 1 << 16
+#: Routes and mixes remembered before starting afresh (memory stays bounded in a long
+#: study, whose chips may differ in every call).
+_RATES_LIMIT = 1 << 14
 
 
 class Flow:
@@ -175,6 +174,9 @@ class FlowNetwork:
         self._route_ids: dict[RouteKey, int] = {}
         self._route_counts: dict[int, int] = {}
         self._link_order: dict[Link, int] = {}  # links by when this network first met them
+        # what each of its routes' numbers stands for: (links, shares, cap, stand-in), each
+        # link as (order met, capacity)
+        self._route_shapes: dict[int, tuple] = {}
         self._watched_key = None if watched is None else (self._link_key(watched),)
 
     def transfer(self, nbytes: float, links: tuple[Link, ...], cap: float) -> simpy.Event:
@@ -221,13 +223,12 @@ class FlowNetwork:
                      flow.cap, flow.standing)
             number = _ROUTE_NUMBERS.get(alike)
             if number is None:
-                # the shape is known before the number is published, and next() is
-                # drawn first: threads never read a number's shape too early, nor share a
-                # number by mistake
-                fresh = next(_NEXT_ROUTE)
-                _ROUTE_SHAPES[fresh] = alike
-                number = _ROUTE_NUMBERS.setdefault(alike, fresh)
+                if len(_ROUTE_NUMBERS) > _RATES_LIMIT:
+                    _ROUTE_NUMBERS.clear()  # networks keep the numbers they were given
+                # next() is drawn first: threads never share a number by mistake
+                number = _ROUTE_NUMBERS.setdefault(alike, next(_NEXT_ROUTE))
             self._route_ids[key] = number
+            self._route_shapes[number] = alike
         return number
 
     def _route(self, flow: Flow) -> None:
@@ -289,7 +290,7 @@ class FlowNetwork:
         by_port: dict[tuple, list[tuple]] = {}
         earlier: set[tuple] = set()
         for number, count in self._route_counts.items():
-            links, shares, cap, standing = _ROUTE_SHAPES[number]
+            links, shares, cap, standing = self._route_shapes[number]
             if len(links) < 2:
                 return None
             earlier.update(links[:-1])
@@ -311,7 +312,7 @@ class FlowNetwork:
                 by_shape, load = known
                 rates = {}
                 for number in self._route_counts:
-                    links, shares, cap, standing = _ROUTE_SHAPES[number]
+                    links, shares, cap, standing = self._route_shapes[number]
                     rates[number] = by_shape[loads[links[-1]], links[:-1], shares, cap,
                                              standing]
                 return rates, load
@@ -323,7 +324,7 @@ class FlowNetwork:
             key, loads = symmetric
             by_shape = {}
             for flow in self.flows:
-                links, shares, cap, standing = _ROUTE_SHAPES[flow.route]
+                links, shares, cap, standing = self._route_shapes[flow.route]
                 by_shape[loads[links[-1]], links[:-1], shares, cap, standing] = flow.rate
             if len(_RATES_BY_SYMMETRIC_MIX) > _RATES_LIMIT:
                 _RATES_BY_SYMMETRIC_MIX.clear()

@@ -128,8 +128,10 @@ def _shares_beside(link_capacity: float, port_capacity: float, rate: float, core
 
 #: Rates of the mixes in flight, by the capacities of the pool's links and ports.
 _RATES_BY_CAPACITIES: dict[tuple, dict[tuple, dict[tuple[str, int, float], float]]] = {}
-#: Mixes remembered per capacities before starting afresh (memory stays bounded).
-_RATE_MEMO_LIMIT = 1 << 16
+#: Mixes remembered per capacities before starting afresh, and capacities remembered
+#: (a calibration or a what-if study changes them call after call): memory stays bounded.
+_RATE_MEMO_LIMIT = 1 << 12
+_CAPACITIES_LIMIT = 8
 
 
 class EnginePool:
@@ -158,6 +160,8 @@ class EnginePool:
         # the rates of each mix in flight, shared by every pool of the process with the
         # same capacities: a call's tile candidates and the calls after it meet the same
         # mixes on fresh pools
+        if len(_RATES_BY_CAPACITIES) > _CAPACITIES_LIMIT:
+            _RATES_BY_CAPACITIES.clear()  # pools keep the memo they were given
         self._rate_memo = _RATES_BY_CAPACITIES.setdefault(self._capacities, {})
         if len(self._rate_memo) > _RATE_MEMO_LIMIT:
             self._rate_memo.clear()
