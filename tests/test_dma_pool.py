@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import dspsim
 from dspsim.placement import c_arguments
+from dspsim.sim.engine import pool as pool_module
 from dspsim.sim.engine.network import Flow, Link, max_min_rates
 from dspsim.sim.engine.pool import Engine, EnginePool, fair_level
 
@@ -110,3 +111,14 @@ def test_fair_level_is_the_flow_networks_share_on_one_link(capacity, others, cap
     flows = [Flow(1.0, (link,), rate, None) for rate in others + [cap]]
     max_min_rates(flows)
     assert fair_level(capacity, others, cap) == pytest.approx(flows[-1].rate, rel=1e-9)
+
+
+def test_the_pools_memo_of_rates_stays_bounded_as_capacities_change(monkeypatch):
+    """A calibration changes the links' capacities call after call: the rates the pools
+    remember for the process are kept for a few capacities only."""
+    monkeypatch.setattr(pool_module, "_CAPACITIES_LIMIT", 2)
+    for step in range(10):
+        engines = [Engine("tc", 4.0, frozenset({"ddr"}))]
+        held = EnginePool(engines, lambda: 0.0, {"ddr": 8.0 + step}, 4.0)
+        held.request(0, "ddr", 1024.0, lambda engine: None)
+        assert len(pool_module._RATES_BY_CAPACITIES) <= 3
