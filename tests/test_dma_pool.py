@@ -122,3 +122,19 @@ def test_the_pools_memo_of_rates_stays_bounded_as_capacities_change(monkeypatch)
         held = EnginePool(engines, lambda: 0.0, {"ddr": 8.0 + step}, 4.0)
         held.request(0, "ddr", 1024.0, lambda engine: None)
         assert len(pool_module._RATES_BY_CAPACITIES) <= 3
+
+
+def test_a_pools_memo_of_rates_stays_bounded_while_it_runs(monkeypatch):
+    """A long program keeps one pool: its memo of rates starts afresh past its limit."""
+    monkeypatch.setattr(pool_module, "_RATE_MEMO_LIMIT", 2)
+    clock = [0.0]
+    engines = [Engine(f"tc{k}", 1.0 + k, frozenset({"ddr"})) for k in range(4)]
+    held = EnginePool(engines, lambda: clock[0], {"ddr": 3.0}, 2.0)
+    granted: list[Engine] = []
+    for core in range(4):
+        held.request(core, "ddr", 1024.0, granted.append)
+        assert len(held._rate_memo) <= 3
+    for engine in granted:
+        clock[0] += 1.0
+        held.release(engine)
+        assert len(held._rate_memo) <= 3

@@ -163,8 +163,6 @@ class EnginePool:
         if len(_RATES_BY_CAPACITIES) > _CAPACITIES_LIMIT:
             _RATES_BY_CAPACITIES.clear()  # pools keep the memo they were given
         self._rate_memo = _RATES_BY_CAPACITIES.setdefault(self._capacities, {})
-        if len(self._rate_memo) > _RATE_MEMO_LIMIT:
-            self._rate_memo.clear()
         # ends closer than one burst's trip through the narrower of a region's link and
         # the port are ties (see _best): bursts end a transfer up to that far from where
         # fluid flows end it, and a finer choice would go one way in one fidelity and the
@@ -212,6 +210,8 @@ class EnginePool:
             load_of = {core: tuple(load) for core, load in loads.items()}
             mix = tuple(sorted(load_of.values()))
             by_load = _rates_by_load(self._capacities, mix)
+            if len(self._rate_memo) > _RATE_MEMO_LIMIT:  # a long program's pool too
+                self._rate_memo.clear()
             rates = self._rate_memo[carried] = {
                 (region, core, rate): by_load[load_of[core], region, rate]
                 for region, core, rate in carried}
