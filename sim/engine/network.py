@@ -307,28 +307,23 @@ class FlowNetwork:
         symmetric = self._symmetric_mix()
         if symmetric is not None:
             key, loads = symmetric
+
+            def alike(number: int) -> tuple:  # a route by its port's load, not its port
+                links, shares, cap, standing = self._route_shapes[number]
+                return loads[links[-1]], links[:-1], shares, cap, standing
+
             known = _RATES_BY_SYMMETRIC_MIX.get(key)
             if known is not None:
-                by_shape, load = known
-                rates = {}
-                for number in self._route_counts:
-                    links, shares, cap, standing = self._route_shapes[number]
-                    rates[number] = by_shape[loads[links[-1]], links[:-1], shares, cap,
-                                             standing]
-                return rates, load
+                by_alike, load = known
+                return {number: by_alike[alike(number)] for number in self._route_counts}, load
         max_min_rates(self.flows)
         watched = self._watched
         load = (sum(f.rate * f.share_of(watched) for f in self.flows if not f.standing)
                 if watched else 0.0)
         if symmetric is not None:
-            key, loads = symmetric
-            by_shape = {}
-            for flow in self.flows:
-                links, shares, cap, standing = self._route_shapes[flow.route]
-                by_shape[loads[links[-1]], links[:-1], shares, cap, standing] = flow.rate
             if len(_RATES_BY_SYMMETRIC_MIX) > _RATES_LIMIT:
                 _RATES_BY_SYMMETRIC_MIX.clear()
-            _RATES_BY_SYMMETRIC_MIX[key] = (by_shape, load)
+            _RATES_BY_SYMMETRIC_MIX[key] = ({alike(f.route): f.rate for f in self.flows}, load)
         return {f.route: f.rate for f in self.flows}, load
 
     def _reschedule(self) -> None:
