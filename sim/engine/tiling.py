@@ -120,6 +120,11 @@ def saves(before: float, after: float) -> bool:
     return after < before - max(TIE_CYCLES, WORTH_A_STEP * before)
 
 
+def takes_floor(cycles: float, floor: float) -> bool:
+    """Whether ``cycles`` are the call's least possible (``floor``), up to a tie."""
+    return cycles <= floor + TIE_CYCLES
+
+
 def hopeless_above(fastest: float, tiles: int) -> float:
     """Cycles beyond which a candidate of ``tiles`` tiles per core can change nothing the
     search decides when the fastest so far takes ``fastest``: it would be no step of the
@@ -148,7 +153,7 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     visited: set[int] = set()
 
     def at_floor(count: int) -> bool:
-        return timed(count) <= floor + TIE_CYCLES
+        return takes_floor(timed(count), floor)
 
     def reached_floor() -> bool:
         """Whether a count seen takes the floor; if so, also time the halves of the fewest
@@ -309,7 +314,7 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         reason += (f"; {unsimulated} more not simulated, "
                    f"{'its lower bound' if unsimulated == 1 else 'their lower bounds'} "
                    f"exceeding the fastest")
-    if quickest <= floor + TIE_CYCLES and len(candidates) > 1:
+    if takes_floor(quickest, floor) and len(candidates) > 1:
         reason += (f"; none can be faster: it takes the call's least possible time "
                    f"(launch, barrier, a DMA setup and the {resource} term)")
     if stopped:
