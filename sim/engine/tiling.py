@@ -43,7 +43,7 @@ from dspsim.sim.errors import CapacityError
 # the work split is read from here too: a call's tiling and how it cuts its work
 __all__ = ["MAX_TILES_PER_CORE", "NO_TILING", "TIE_CYCLES", "WORTH_A_STEP", "Abandoned",
            "TilingChoice", "balanced_tiles", "choose_tiling", "fixed_tile", "hopeless_above",
-           "partition", "search_counts", "tile_elements", "tile_for_count"]
+           "partition", "search_counts", "takes_floor", "tile_elements", "tile_for_count"]
 
 #: A tuned library cuts one core's part into at most this many tiles: beyond it the fill
 #: and drain are well under 0.1% of the call, and every tile costs simulation events.
