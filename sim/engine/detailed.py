@@ -97,16 +97,19 @@ class LinkArbiter:
         self.log = log  # (start, end) of busy periods, for the bandwidth counter
 
     def submit(self, transfer: _BurstTransfer, burst: _Burst) -> None:
+        if not self.busy:
+            # an idle link has nothing queued (a grant follows every release while any
+            # burst waits): the burst crosses at once, without a queue
+            self.busy = True
+            self.busy_since = self.env._now
+            self.after(burst.nbytes / self.capacity, burst.crossed)
+            return
         queue = self.queues.get(transfer)
         if queue is None:  # a transfer's queue here is dropped once empty
             self.queues[transfer] = deque((burst,))
             self.waiting.append(transfer)
         else:
             queue.append(burst)
-        if not self.busy:
-            self.busy = True
-            self.busy_since = self.env._now
-            self._grant()
 
     def _grant(self) -> None:
         transfer = self.waiting.popleft()
