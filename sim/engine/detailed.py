@@ -25,9 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-import simpy
-
-from dspsim.sim.engine.model import LOAD, PerCore, Timeline
+from dspsim.sim.engine.model import LOAD, CountingEnvironment, PerCore, Timeline
 from dspsim.sim.engine.network import FlowNetwork, Link
 
 #: Bursts an engine may have issued and not yet delivered. Enough to keep both links of a
@@ -50,7 +48,7 @@ class Clock(Protocol):
     whose clock they read, and ``after``, to be called back later."""
 
     @property
-    def env(self) -> simpy.Environment: ...
+    def env(self) -> CountingEnvironment: ...
 
     def after(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now."""
@@ -80,14 +78,14 @@ class MovedOperand(Protocol):
 class LinkArbiter:
     """A link moving one burst at a time, granting waiting transfers round-robin."""
 
-    __slots__ = ("model", "env", "after", "link", "capacity", "waiting", "queues", "busy",
-                 "busy_since", "log")
+    __slots__ = ("model", "env", "push_later", "link", "capacity", "waiting", "queues",
+                 "busy", "busy_since", "log")
 
     def __init__(self, model: Clock, link: Link, log: list | None = None) -> None:
         self.model = model
         # looked up once: they run for every burst (the clock read without the property)
         self.env = model.env
-        self.after = model.after
+        self.push_later = model.env.push_later
         self.link = link
         self.capacity = link.capacity  # less what fluid flows of other calls take
         self.waiting: deque = deque()  # transfers with a burst queued here, in grant order
@@ -102,7 +100,8 @@ class LinkArbiter:
             # burst waits): the burst crosses at once, without a queue
             self.busy = True
             self.busy_since = self.env._now
-            self.after(burst.nbytes / self.capacity, burst.crossed)
+            burst.callbacks = _CROSSED
+            self.push_later(burst.nbytes / self.capacity, burst)
             return
         queue = self.queues.get(transfer)
         if queue is None:  # a transfer's queue here is dropped once empty
@@ -119,7 +118,8 @@ class LinkArbiter:
             self.waiting.append(transfer)  # its next burst waits for its next turn
         else:
             del self.queues[transfer]
-        self.after(burst.nbytes / self.capacity, burst.crossed)
+        burst.callbacks = _CROSSED
+        self.push_later(burst.nbytes / self.capacity, burst)
 
     def released(self) -> None:
         """The burst in service has crossed: grant the next one, or go idle."""
@@ -132,14 +132,21 @@ class LinkArbiter:
 
 
 class _Burst:
-    __slots__ = ("transfer", "nbytes", "hop")
+    """A burst on its way; while it crosses a link it is its own pending event (the loop
+    calls ``callbacks`` with it), so that a crossing builds no wrapper."""
+
+    __slots__ = ("transfer", "nbytes", "hop", "callbacks")
+    _ok = True
+    _value = None
 
     def __init__(self, transfer: _BurstTransfer, nbytes: int) -> None:
         self.transfer = transfer
         self.nbytes = nbytes
         self.hop = 0
+        self.callbacks: tuple | None = None
 
-    def crossed(self, _event) -> None:
+    def crossed(self) -> None:
+        """Its link has passed it: on to the next link of its path, or delivered."""
         path = self.transfer.path
         path[self.hop].released()
         self.hop += 1
@@ -147,6 +154,10 @@ class _Burst:
             path[self.hop].submit(self.transfer, self)
         else:
             self.transfer.delivered(self.nbytes)
+
+
+#: What the loop calls when a burst has crossed a link: the burst is the event.
+_CROSSED = (_Burst.crossed,)
 
 
 class _BurstTransfer:
@@ -183,7 +194,7 @@ class _BurstTransfer:
                 self.pacing = True
                 self.model.after(self.next_issue - now, self.issue)
                 return
-            nbytes = min(self.burst_bytes, self.to_issue)
+            nbytes = self.burst_bytes if self.burst_bytes < self.to_issue else self.to_issue
             self.to_issue -= nbytes
             self.in_flight += 1
             self.next_issue = now + nbytes / self.engine_rate

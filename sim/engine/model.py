@@ -124,6 +124,14 @@ class CountingEnvironment(simpy.Environment):
             return stop.args[0]
         return None
 
+    def push_later(self, delay: float, entry: Any) -> None:
+        """Process ``entry`` ``delay`` cycles from now: anything the loop processes as an
+        event (``callbacks`` to call with it, ``_ok``, ``_value``), as a burst crossing a
+        link is, so that no wrapper is built for it."""
+        mantissa, exponent = frexp(self._now + delay)  # instant(), inlined
+        heappush(self._queue, (ldexp(round(mantissa * _INSTANT_SCALE), exponent - INSTANT_BITS),
+                               NORMAL, next(self._eid), entry))
+
     def call_later(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now: one heap entry, no Timeout."""
         # instant(), inlined: this runs for every event of a call

@@ -37,6 +37,12 @@ def _kind(engine) -> tuple:
     return (engine.rate, tuple(sorted(engine.regions)))
 
 
+def _action(event) -> Any:
+    """What a pending event will do: its first callback, or the burst that is the event
+    (a burst crossing a link, see :class:`~dspsim.sim.engine.detailed._Burst`)."""
+    return event if isinstance(event, _Burst) else event.callbacks[0]
+
+
 def _stale(event) -> bool:
     """Whether a pending event is a flow timer that rates have changed since."""
     callbacks = event.callbacks
@@ -106,7 +112,7 @@ class TimelineState:
                 key.append((move.direction, move.waiting, move.behind))
                 time(now - move.started, Handle(move, ("started",), -1))
         # pending events by what they will do; a stale flow timer does nothing
-        pending = sorted((self.describe(entry[3].callbacks[0]), entry[0] - now, entry[2])
+        pending = sorted((self.describe(_action(entry[3])), entry[0] - now, entry[2])
                          for entry in self.env._queue if not _stale(entry[3]))
         key.append(tuple(what for what, _, _ in pending))
         for _, at, eid in pending:
@@ -138,6 +144,8 @@ class TimelineState:
     def describe(self, what) -> tuple:
         """What a pending callback or a burst-level object stands for, in terms that
         repeat from period to period (tiles relative to their pipeline's next compute)."""
+        if isinstance(what, _Burst):  # a burst crossing a link is its own event
+            return ("_Burst.crossed", self.transfer(what.transfer), what.hop, what.nbytes)
         owner = getattr(what, "__self__", None)
         if owner is None:
             return (getattr(what, "__qualname__", type(what).__name__),)
@@ -170,7 +178,7 @@ class TimelineState:
             for transfer in arbiter.queues:
                 found[id(transfer)] = transfer
         for entry in self.env._queue:
-            owner: Any = getattr(entry[3].callbacks[0], "__self__", None)
+            owner: Any = getattr(_action(entry[3]), "__self__", entry[3])
             if isinstance(owner, _Burst):
                 owner = owner.transfer
             if isinstance(owner, _BurstTransfer):
