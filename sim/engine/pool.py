@@ -185,8 +185,11 @@ class EnginePool:
         """
         rates = self._fair_rates(tuple(self._carried))
         for engine in self._busy:  # each from its own previous estimate
+            # (conditionals rather than max() and min() in the pool's loops: they run for
+            # every engine at every grant and release)
+            left = engine.free_at - now
             remaining = (nbytes if engine is granted
-                         else engine.expected * max(engine.free_at - now, 0.0))
+                         else engine.expected * (left if left > 0.0 else 0.0))
             engine.expected = expected = rates[engine.carrying]  # type: ignore[index]
             engine.free_at = now + remaining / expected
 
@@ -220,26 +223,23 @@ class EnginePool:
     def _in_flight(self) -> tuple[list[float], list[tuple[float, str, int]]]:
         """The transfers in flight by estimated end: their ends, and (rate, region, core)."""
         # an engine carries a transfer exactly while it is busy
-        flights = sorted((e.free_at, e.rate, *e.carrying[:2]) for e in self._busy
-                         if e.carrying is not None)
-        return [f[0] for f in flights], [f[1:] for f in flights]
-
-    def _shares(self, engine: Engine, core: int, region: str,
-                others: list[tuple[float, str, int]]) -> tuple[float, float]:
-        """(the engine's rate or its fair share of the region's link, whichever is less;
-        its fair share of the core's L2 port) beside the transfers ``others``."""
-        return _shares_beside(self.link_capacity[region], self.port_capacity, engine.rate,
-                              core, region, tuple(others))
+        flights = sorted([(e.free_at, (e.rate, e.carrying[0], e.carrying[1]))
+                          for e in self._busy if e.carrying is not None])
+        return [f[0] for f in flights], [f[1] for f in flights]
 
     def _shares_after(self, engine: Engine, core: int, region: str,
                       others: list[tuple[float, str, int]], still: int,
                       rates: dict[tuple, tuple[float, float]]) -> tuple[float, float]:
-        """:meth:`_shares` beside the transfers ``others[still:]`` (those still in flight
-        once the first ``still`` have ended), remembered in ``rates`` by what decides them."""
+        """(the engine's rate or its fair share of the region's link, whichever is less;
+        its fair share of the core's L2 port) beside the transfers ``others[still:]``
+        (those still in flight once the first ``still`` have ended), remembered in
+        ``rates`` by what decides them."""
         key = (engine.rate, core, region, still)
         shares = rates.get(key)
         if shares is None:
-            shares = rates[key] = self._shares(engine, core, region, others[still:])
+            shares = rates[key] = _shares_beside(
+                self.link_capacity[region], self.port_capacity, engine.rate, core, region,
+                tuple(others[still:]))
         return shares
 
     def _best(self, waiter: _Waiter, now: float, queued: dict[Engine, float],
@@ -267,16 +267,19 @@ class EnginePool:
         for engine in order:
             if region not in engine.regions or (engine.busy and engine.rate <= fastest_free):
                 continue
-            ready = (max(now, engine.free_at) if engine.busy else now) + queued.get(engine, 0.0)
-            if best is not None and ready + nbytes / min(engine.rate, ceiling) > best_end + tie:
+            free_at = engine.free_at
+            ready = ((free_at if engine.busy and free_at > now else now)
+                     + queued.get(engine, 0.0))
+            if best is not None and ready + nbytes / (
+                    engine.rate if engine.rate < ceiling else ceiling) > best_end + tie:
                 continue
             # the transfers in flight at ``ready``: all of them now (one running past its
             # estimated end has not ended), those estimated to end later after a wait (the
             # engine's own among the ended)
-            slack = _SLACK * max(1.0, ready)
+            slack = _SLACK * (ready if ready > 1.0 else 1.0)
             still = bisect_right(ends, ready + slack) if ready > now + slack else 0
             shares = self._shares_after(engine, core, region, others, still, rates)
-            rate = min(shares)
+            rate = shares[0] if shares[0] <= shares[1] else shares[1]
             took = nbytes / rate
             end = ready + took
             rival_end = best_end
