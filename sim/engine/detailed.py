@@ -164,7 +164,10 @@ class _BurstTransfer:
     """One DMA transfer as a train of bursts over its path of links."""
 
     __slots__ = ("model", "env", "path", "burst_bytes", "engine_rate", "left", "to_issue",
-                 "in_flight", "next_issue", "pacing", "earliest_end", "then")
+                 "in_flight", "next_issue", "pacing", "earliest_end", "then", "callbacks")
+    # while it waits for its engine's pace it is its own pending event, as a burst is
+    _ok = True
+    _value = None
 
     def __init__(self, model: Clock, path: tuple[LinkArbiter, ...], nbytes: int,
                  burst_bytes: int, engine_rate: float, then: Callable) -> None:
@@ -182,6 +185,7 @@ class _BurstTransfer:
         # sooner than that allows, even when the links pass the final burst quickly
         self.earliest_end = model.env.now + nbytes / engine_rate
         self.then = then
+        self.callbacks: tuple | None = None
 
     def issue(self, _event=None) -> None:
         """Issue bursts while credits and the engine's own bandwidth allow."""
@@ -192,7 +196,8 @@ class _BurstTransfer:
             # _still_ahead(self.next_issue, now), inlined: it runs for every burst
             if self.next_issue - now > 1e-9 * (now if now > 1.0 else 1.0):
                 self.pacing = True
-                self.model.after(self.next_issue - now, self.issue)
+                self.callbacks = _PACED
+                self.env.push_later(self.next_issue - now, self)
                 return
             nbytes = self.burst_bytes if self.burst_bytes < self.to_issue else self.to_issue
             self.to_issue -= nbytes
@@ -214,6 +219,10 @@ class _BurstTransfer:
                 self.then()
         elif not self.pacing:
             self.issue()
+
+
+#: What the loop calls when a burst train's engine may issue again: the train is the event.
+_PACED = (_BurstTransfer.issue,)
 
 
 class BurstDMA:

@@ -38,9 +38,10 @@ def _kind(engine) -> tuple:
 
 
 def _action(event) -> Any:
-    """What a pending event will do: its first callback, or the burst that is the event
-    (a burst crossing a link, see :class:`~dspsim.sim.engine.detailed._Burst`)."""
-    return event if isinstance(event, _Burst) else event.callbacks[0]
+    """What a pending event will do: its first callback, or the burst or burst train that
+    is the event (a burst crossing a link, a train waiting for its engine's pace; see
+    :mod:`dspsim.sim.engine.detailed`)."""
+    return event if isinstance(event, (_Burst, _BurstTransfer)) else event.callbacks[0]
 
 
 def _stale(event) -> bool:
@@ -146,6 +147,8 @@ class TimelineState:
         repeat from period to period (tiles relative to their pipeline's next compute)."""
         if isinstance(what, _Burst):  # a burst crossing a link is its own event
             return ("_Burst.crossed", self.transfer(what.transfer), what.hop, what.nbytes)
+        if isinstance(what, _BurstTransfer):  # a train waiting for its engine's pace
+            return ("_BurstTransfer.issue", self.transfer(what))
         owner = getattr(what, "__self__", None)
         if owner is None:
             return (getattr(what, "__qualname__", type(what).__name__),)
