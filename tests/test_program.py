@@ -153,9 +153,12 @@ def test_program_traces_carry_flows_from_records_to_waits(ft78ne, tmp_path):
                    model.slices[f.target].args.get("call")) for f in model.flows]
         # the event; stream order (gelu, then tanh, on "first"); data (relu reads what
         # gelu wrote): each from the earlier call's barrier to the later call's launch
-        assert sorted(arrows, key=str) == sorted([("record e0", None, "stream second", None),
+        # ... and the event's record to the call the wait released (the wait began before
+        # the record: the second stream waited from its start)
+        assert sorted(arrows, key=str) == sorted([("record e0", None, "stream second", 1),
                                                   ("barrier", 0, "stream first", 2),
                                                   ("barrier", 0, "stream second", 1)], key=str)
+        assert _flows_end_after_they_begin(path)
         trace = read_trace(path)
         assert trace.total_cycles == result.timing.cycles
         vector = [s for s in trace.slices if s.core == 0 and s.engine == "vector"]
@@ -164,6 +167,31 @@ def test_program_traces_carry_flows_from_records_to_waits(ft78ne, tmp_path):
     parents = [e for e in result.trace()["traceEvents"]
                if e.get("ph") == "X" and e["pid"] == 1 and e["args"].get("program_slice")]
     assert {e["name"] for e in parents} == {"fp_gelu_grad_s", "fp_tanh_grad_s"}
+
+
+def _flows_end_after_they_begin(path) -> bool:
+    """Whether a viewer reading the trace's events in time order (as Perfetto does) meets
+    each flow's start before its end; it drops a flow whose end comes first."""
+    import json
+    from pathlib import Path
+
+    from dspsim.traces.perfetto_proto import _pb2
+    path = Path(path)
+    if path.suffix == ".json":
+        starts, ends = {}, {}
+        for event in json.loads(path.read_text())["traceEvents"]:
+            if event.get("ph") in ("s", "f"):
+                (starts if event["ph"] == "s" else ends)[event["id"]] = event["ts"]
+        assert starts.keys() == ends.keys() and starts
+        return all(ends[key] >= starts[key] for key in starts)
+    trace = _pb2().Trace()
+    trace.ParseFromString(path.read_bytes())
+    seen, ok = set(), True
+    for packet in trace.packet:  # written in time order
+        event = packet.track_event
+        ok &= all(flow in seen for flow in event.terminating_flow_ids)
+        seen.update(event.flow_ids)
+    return ok and bool(seen)
 
 
 def test_overlapping_masks_on_concurrent_streams_wait_for_the_cores(ft78ne):

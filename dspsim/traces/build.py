@@ -26,7 +26,7 @@ them into whole nanoseconds on a viewer's axis, one per cycle.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dspsim.sim.engine.machine import Timing
@@ -226,7 +226,11 @@ def model_from_program(timing: ProgramTiming, *, chip: str, streams: Sequence[st
                 ends.setdefault(call.index, {})[piece.name] = len(model.slices)
             model.slices.append(_engine_slice(track, piece, {**piece.args,
                                                              "call": call.index}))
-    _event_flows(model, events, stream_track)
+    def entry(call: int) -> int:
+        """Where an arrow enters a call: its launch slice (its own slice if it has none)."""
+        return ends.get(call, {}).get("launch", call_slice[call])
+
+    _event_flows(model, events, stream_track, entry)
     _call_flows(model, timing, call_slice, ends, data_dependencies)
     _ddr_counter(model, group, timing.ddr_samples, ddr_gbps_per_byte_cycle)
     _resource_counters(model, ddr_gbps_per_byte_cycle)
@@ -257,13 +261,17 @@ def _call_flows(model: TraceModel, timing: ProgramTiming, call_slice: Mapping[in
 
 
 def _event_flows(model: TraceModel, events: Sequence[dict[str, Any]],
-                 stream_track: dict[str, int]) -> None:
+                 stream_track: dict[str, int], entry: Callable[[int], int]) -> None:
     """A ``record`` slice where each event completed, a ``wait`` slice on each waiting
     stream from when it reached the wait until the event released it, and a flow from the
-    record to the wait.
+    record to the launch of the call each wait released (``entry(call)``).
 
-    Record and wait slices sit on whole cycles, so that a reader binding a flow's end to
-    the slice enclosing its instant (as Chrome and dspsim's own reader do) finds them.
+    The arrow enters the released call, not the wait: a wait that blocked began before
+    the record, and a viewer reading events in time order (Perfetto) meets a flow ending
+    there before the flow begins, and drops it. The released call begins no earlier than
+    the record. Record and wait slices sit on whole cycles, so that a reader binding a
+    flow's end to the slice enclosing its instant (as Chrome and dspsim's own reader do)
+    finds them.
     """
     for event in events:
         if event.get("cycle") is None:
@@ -281,4 +289,6 @@ def _event_flows(model: TraceModel, events: Sequence[dict[str, Any]],
                                            f"wait {event['event']}", "event", reached,
                                            released, {**marker,
                                                       "releases_call": wait["call"]}))
-            model.flows.append(Flow(len(model.flows) + 1, source, len(model.slices) - 1))
+            # (a wait that holds no call, at a stream's end, takes the arrow itself)
+            target = len(model.slices) - 1 if wait["call"] is None else entry(wait["call"])
+            model.flows.append(Flow(len(model.flows) + 1, source, target))

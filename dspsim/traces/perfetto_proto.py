@@ -116,8 +116,12 @@ def proto_bytes(model: TraceModel) -> bytes:
     # (time, 0 for an end / 1 for a begin, order among equals, packet filler)
     events: list[tuple[int, int, int, Any]] = []
     spans = model.integer_spans()
+    # begins in time order, outer slices first; at a shared instant a slice that flows
+    # enter begins after the others, so that a viewer reading in order (Perfetto) has met
+    # every flow's start before its end (a record and the call it releases may coincide)
     order = sorted(range(len(model.slices)),
-                   key=lambda i: (spans[i][0], -spans[i][1], model.slices[i].track, i))
+                   key=lambda i: (spans[i][0], i in incoming, -spans[i][1],
+                                  model.slices[i].track, i))
     for rank, index in enumerate(order):
         piece = model.slices[index]
         start, end = spans[index]
