@@ -45,7 +45,8 @@ def _still_ahead(target: float, now: float) -> bool:
 
 class Clock(Protocol):
     """What bursts and links need of a timeline (or of a call on it): its environment,
-    whose clock they read, and ``after``, to be called back later."""
+    whose clock they read and on whose heap bursts wait as events of their own, and
+    ``after``, to be called back later."""
 
     @property
     def env(self) -> CountingEnvironment: ...

@@ -153,9 +153,7 @@ class TimelineState:
         if owner is None:
             return (getattr(what, "__qualname__", type(what).__name__),)
         name = what.__func__.__qualname__
-        if isinstance(owner, _Burst):
-            return (name, self.transfer(owner.transfer), owner.hop, owner.nbytes)
-        if isinstance(owner, _BurstTransfer):
+        if isinstance(owner, _BurstTransfer):  # a train about to end
             return (name, self.transfer(owner))
         if isinstance(owner, _TileTransfer):
             return (name, self.tile_transfer(owner))
