@@ -1,6 +1,7 @@
 """Programs: calls on streams of one chip timeline (Python API)."""
 import numpy as np
 import pytest
+from flow_order import flows_end_after_they_begin
 
 import dspsim
 from dspsim.programs import DeadlockError, RaceError
@@ -158,7 +159,7 @@ def test_program_traces_carry_flows_from_records_to_waits(ft78ne, tmp_path):
         assert sorted(arrows, key=str) == sorted([("record e0", None, "stream second", 1),
                                                   ("barrier", 0, "stream first", 2),
                                                   ("barrier", 0, "stream second", 1)], key=str)
-        assert _flows_end_after_they_begin(path)
+        assert flows_end_after_they_begin(path)
         trace = read_trace(path)
         assert trace.total_cycles == result.timing.cycles
         vector = [s for s in trace.slices if s.core == 0 and s.engine == "vector"]
@@ -167,31 +168,6 @@ def test_program_traces_carry_flows_from_records_to_waits(ft78ne, tmp_path):
     parents = [e for e in result.trace()["traceEvents"]
                if e.get("ph") == "X" and e["pid"] == 1 and e["args"].get("program_slice")]
     assert {e["name"] for e in parents} == {"fp_gelu_grad_s", "fp_tanh_grad_s"}
-
-
-def _flows_end_after_they_begin(path) -> bool:
-    """Whether a viewer reading the trace's events in time order (as Perfetto does) meets
-    each flow's start before its end; it drops a flow whose end comes first."""
-    import json
-    from pathlib import Path
-
-    from dspsim.traces.perfetto_proto import _pb2
-    path = Path(path)
-    if path.suffix == ".json":
-        starts, ends = {}, {}
-        for event in json.loads(path.read_text())["traceEvents"]:
-            if event.get("ph") in ("s", "f"):
-                (starts if event["ph"] == "s" else ends)[event["id"]] = event["ts"]
-        assert starts.keys() == ends.keys() and starts
-        return all(ends[key] >= starts[key] for key in starts)
-    trace = _pb2().Trace()
-    trace.ParseFromString(path.read_bytes())
-    seen, ok = set(), True
-    for packet in trace.packet:  # written in time order
-        event = packet.track_event
-        ok &= all(flow in seen for flow in event.terminating_flow_ids)
-        seen.update(event.flow_ids)
-    return ok and bool(seen)
 
 
 def test_overlapping_masks_on_concurrent_streams_wait_for_the_cores(ft78ne):

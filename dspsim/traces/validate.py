@@ -1,5 +1,6 @@
 """Checks of a Chrome trace dict as a viewer will read it: required fields, non-negative
-durations, and no partial overlap of slices on one thread (Perfetto silently drops them)."""
+durations, no partial overlap of slices on one thread, and no flow that ends before it
+starts (Perfetto silently drops both)."""
 from __future__ import annotations
 
 import math
@@ -21,11 +22,14 @@ def _is_number(value: Any) -> bool:
 
 def validate_trace(trace: dict[str, Any]) -> list[str]:
     """Problems with a Chrome trace: missing fields, negative durations, partially
-    overlapping slices on one thread (which Perfetto would drop). Empty means valid."""
+    overlapping slices on one thread, flows without both ends or ending before they start
+    (Perfetto would drop those slices and flows: it reads events in time order). Empty
+    means valid."""
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         return ["not a trace object: no traceEvents list"]
     problems: list[str] = []
     by_thread: dict[tuple, list[tuple[int, int, str]]] = {}
+    flow_ends: dict[tuple[str, Any], list[int]] = {}  # (phase, id) -> its instants (ns)
     for index, event in enumerate(trace["traceEvents"]):
         if not isinstance(event, dict):
             problems.append(f"event {index} is not an object")
@@ -41,6 +45,8 @@ def validate_trace(trace: dict[str, Any]) -> list[str]:
         if phase != "M" and not (_is_number(event["ts"]) and event["ts"] >= 0):
             problems.append(f"event {index} ({event.get('name')!r}) has bad ts {event['ts']!r}")
             continue
+        if phase in ("s", "f"):
+            flow_ends.setdefault((phase, event["id"]), []).append(_viewer_ns(event["ts"]))
         if phase == "X":
             if not (_is_number(event["dur"]) and event["dur"] >= 0):
                 problems.append(f"event {index} ({event['name']!r}) has negative or "
@@ -61,4 +67,19 @@ def validate_trace(trace: dict[str, Any]) -> list[str]:
                                 f"partially overlaps {open_ends[-1][1]!r} ending at "
                                 f"{open_ends[-1][0]}")
             open_ends.append((end, name))
+    return problems + _flow_problems(flow_ends)
+
+
+def _flow_problems(flow_ends: dict[tuple[str, Any], list[int]]) -> list[str]:
+    """Flows that a viewer reading in time order would drop: an end without its start (or
+    the other way round), or an end before its start."""
+    problems = []
+    for flow in sorted({key[1] for key in flow_ends}, key=str):
+        starts, ends = flow_ends.get(("s", flow), []), flow_ends.get(("f", flow), [])
+        if len(starts) != 1 or len(ends) != 1:
+            problems.append(f"flow {flow!r} has {len(starts)} start(s) and {len(ends)} "
+                            f"end(s), not one of each")
+        elif ends[0] < starts[0]:
+            problems.append(f"flow {flow!r} ends at {ends[0]} ns, before it starts at "
+                            f"{starts[0]} ns")
     return problems
