@@ -133,7 +133,7 @@ def test_events_order_streams_and_numerics_flow_in_dependency_order(ft78ne):
     assert validate_trace(result.trace()) == []
 
 
-def test_program_traces_carry_flows_from_records_to_waits(ft78ne, tmp_path):
+def test_program_traces_carry_flows_from_records_to_the_calls_their_waits_release(ft78ne, tmp_path):
     from dspsim.traces.formats import read_model
     from dspsim.traces.read import read_trace
     n = 4096
