@@ -79,11 +79,10 @@ class MovedOperand(Protocol):
 class LinkArbiter:
     """A link moving one burst at a time, granting waiting transfers round-robin."""
 
-    __slots__ = ("model", "env", "push_later", "link", "capacity", "waiting", "queues",
-                 "busy", "busy_since", "log")
+    __slots__ = ("env", "push_later", "link", "capacity", "waiting", "queues", "busy",
+                 "busy_since", "log")
 
     def __init__(self, model: Clock, link: Link, log: list | None = None) -> None:
-        self.model = model
         # looked up once: they run for every burst (the clock read without the property)
         self.env = model.env
         self.push_later = model.env.push_later

@@ -128,17 +128,14 @@ class CountingEnvironment(simpy.Environment):
         """Process ``entry`` ``delay`` cycles from now: anything the loop processes as an
         event (``callbacks`` to call with it, ``_ok``, ``_value``), as a burst crossing a
         link is, so that no wrapper is built for it."""
-        mantissa, exponent = frexp(self._now + delay)  # instant(), inlined
+        # instant(), inlined: every event of a call is pushed here
+        mantissa, exponent = frexp(self._now + delay)
         heappush(self._queue, (ldexp(round(mantissa * _INSTANT_SCALE), exponent - INSTANT_BITS),
                                NORMAL, next(self._eid), entry))
 
     def call_later(self, delay: float, then: Callable) -> None:
         """Call ``then(entry)`` ``delay`` cycles from now: one heap entry, no Timeout."""
-        # instant(), inlined: this runs for every event of a call
-        mantissa, exponent = frexp(self._now + delay)
-        queue: list = self._queue  # SimPy's heap, which processes a _Wakeup like an event
-        heappush(queue, (ldexp(round(mantissa * _INSTANT_SCALE), exponent - INSTANT_BITS), NORMAL,
-                         next(self._eid), _Wakeup(then)))
+        self.push_later(delay, _Wakeup(then))
 
 
 class PerCore(dict):
