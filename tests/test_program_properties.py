@@ -5,7 +5,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
-from flow_order import flows_end_after_they_begin
+from flow_order import proto_flows_start_first
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,7 +84,7 @@ def test_random_programs_keep_every_invariant_or_fail_cleanly(case):
     trace = result.trace()
     assert validate_trace(trace) == []  # flows included: none ends before it starts
     with tempfile.TemporaryDirectory() as folder:  # as Perfetto reads the protobuf
-        assert flows_end_after_they_begin(result.write_trace(Path(folder) / "p.pftrace"))
+        assert proto_flows_start_first(result.write_trace(Path(folder) / "p.pftrace"))
     again = build(chip_name, items)[1].run()
     assert again.cycles == result.cycles
     assert trace_bytes(again.trace()) == trace_bytes(trace)

@@ -95,3 +95,18 @@ def test_private_call_trace(mt7004):
     trace = r.trace()
     assert validate_trace(trace) == []
     assert [e["cat"] for e in trace["traceEvents"] if e["ph"] == "X"] == ["vector"]
+
+
+def test_validate_trace_reports_flows_a_viewer_would_drop_and_bad_flow_ids():
+    # Perfetto reads events in time order: a flow ending before it starts, or missing an
+    # end, is dropped; an id that is no number or text is no flow at all
+    def flow(phase, ts, flow_id):
+        return {"ph": phase, "ts": ts, "pid": 1, "tid": 2, "id": flow_id}
+
+    problems = validate_trace({"traceEvents": [
+        flow("s", 5, 1), flow("f", 1, 1), flow("s", 1, 2), flow("f", 5, 2),
+        flow("f", 3, "x"), flow("s", 1, [3]), flow("f", 2, {"a": 1})]})
+    assert problems == ["event 5 is a flow with bad id [3]",
+                        "event 6 is a flow with bad id {'a': 1}",
+                        "flow 1 ends at 1000 ns, before it starts at 5000 ns",
+                        "flow 'x' has 0 start(s) and 1 end(s), not one of each"]

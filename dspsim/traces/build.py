@@ -264,7 +264,8 @@ def _event_flows(model: TraceModel, events: Sequence[dict[str, Any]],
                  stream_track: dict[str, int], entry: Callable[[int], int]) -> None:
     """A ``record`` slice where each event completed, a ``wait`` slice on each waiting
     stream from when it reached the wait until the event released it, and a flow from the
-    record to the launch of the call each wait released (``entry(call)``).
+    record to the launch of the call each wait released (``entry(call)``), or to a wait at
+    a stream's end that did not block.
 
     The arrow enters the released call, not the wait: a wait that blocked began before
     the record, and a viewer reading events in time order (Perfetto) meets a flow ending
@@ -289,6 +290,8 @@ def _event_flows(model: TraceModel, events: Sequence[dict[str, Any]],
                                            f"wait {event['event']}", "event", reached,
                                            released, {**marker,
                                                       "releases_call": wait["call"]}))
-            # (a wait that holds no call, at a stream's end, takes the arrow itself)
-            target = len(model.slices) - 1 if wait["call"] is None else entry(wait["call"])
-            model.flows.append(Flow(len(model.flows) + 1, source, target))
+            if wait["call"] is not None:
+                model.flows.append(Flow(len(model.flows) + 1, source, entry(wait["call"])))
+            elif reached >= recorded:  # a wait at a stream's end takes the arrow itself,
+                # unless it blocked: it would end before it began, and no viewer draws it
+                model.flows.append(Flow(len(model.flows) + 1, source, len(model.slices) - 1))

@@ -46,6 +46,9 @@ def validate_trace(trace: dict[str, Any]) -> list[str]:
             problems.append(f"event {index} ({event.get('name')!r}) has bad ts {event['ts']!r}")
             continue
         if phase in ("s", "f"):
+            if not isinstance(event["id"], (str, int)) or isinstance(event["id"], bool):
+                problems.append(f"event {index} is a flow with bad id {event['id']!r}")
+                continue
             flow_ends.setdefault((phase, event["id"]), []).append(_viewer_ns(event["ts"]))
         if phase == "X":
             if not (_is_number(event["dur"]) and event["dur"] >= 0):
