@@ -30,7 +30,7 @@ from dspsim.sim.errors import ArgumentError, DspSimError
 #: (`python benchmarks/fidelity_grid.py`, and `--staggered` for its large calls): bursts
 #: 0.18%, fluid 0.27% (a random MT7004 with 4-byte L2 ports), none (private storage)
 #: 0.87%, staggered 2.54% (the grid's known miss: a random FT78NE pool whose DDR share all
-#: but ties its 4-byte ports; the packaged chips' staggered cases stay within 0.49%). The
+#: but ties its 4-byte ports; the packaged chips' staggered cases stay within 0.89%). The
 #: detailed model is the reference: its own error against silicon is what the assumed
 #: ranges, and what the model leaves out, stand for.
 MODEL_ERROR = {"bursts": 0.002, "fluid": 0.003, "staggered": 0.026, "none": 0.009}

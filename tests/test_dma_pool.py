@@ -96,6 +96,25 @@ def test_a_transfer_waits_for_a_busy_fast_controller_when_a_slow_one_is_far_slow
     assert [e.name for e in granted] == ["tc0", "tc0"]
 
 
+def test_a_transfer_waits_for_a_fast_controller_running_past_its_estimated_end():
+    # one core's 16 B/cycle port: a fast controller's transfer estimated to end by now
+    # still runs (bursts end it a few cycles late). Beside it, any transfer gets 8 B/cycle
+    # of the port, as much as the free slow controller's own rate; once it has ended, the
+    # fast controller gives the whole port. The wait is a few cycles, the slow controller
+    # would take twice as long.
+    pool, clock = _pool([32.0, 32.0, 8.0], link=41.0, port=16.0)
+    granted = []
+    pool.request(0, "ddr", 12224, granted.append)
+    first = granted[0]
+    assert first.rate == 32.0 and first.free_at == pytest.approx(764.0)
+    clock[0] = first.free_at + 2.0  # running past its estimate, not yet released
+    pool.request(0, "ddr", 12224, granted.append)
+    assert len(granted) == 1, f"took {granted[-1].name} beside the transfer about to end"
+    clock[0] += 2.0
+    pool.release(first)
+    assert len(granted) == 2 and granted[1].rate == 32.0, granted
+
+
 def test_fair_level_is_the_water_filling_share_of_one_more_flow():
     assert fair_level(12.0, [], 16.0) == 12.0
     assert fair_level(12.0, [2.0], 16.0) == 10.0  # the capped flow leaves the rest

@@ -273,11 +273,18 @@ class EnginePool:
             if best is not None and ready + nbytes / (
                     engine.rate if engine.rate < ceiling else ceiling) > best_end + tie:
                 continue
-            # the transfers in flight at ``ready``: all of them now (one running past its
-            # estimated end has not ended), those estimated to end later after a wait (the
-            # engine's own among the ended)
+            # the transfers in flight at ``ready``: on a free engine, all of them now (one
+            # running past its estimated end has not ended); after a wait for a busy one,
+            # those estimated to end later. The busy engine's own transfer is among the
+            # ended even when it runs past its estimate: the waiter starts only once it
+            # has ended. Counted beside its own successor, a fast controller a few cycles
+            # from its end looked as slow as the port share it had, and a transfer took a
+            # free slow controller instead (MT7004 redrawn with one 4 GB/s and two 16 GB/s
+            # controllers on one core: the detailed run, whose bursts end transfers a few
+            # cycles past their estimates, took 15% longer than the fast one)
             slack = _SLACK * (ready if ready > 1.0 else 1.0)
-            still = bisect_right(ends, ready + slack) if ready > now + slack else 0
+            still = (bisect_right(ends, ready + slack) if engine.busy or ready > now + slack
+                     else 0)
             shares = self._shares_after(engine, core, region, others, still, rates)
             rate = shares[0] if shares[0] <= shares[1] else shares[1]
             took = nbytes / rate
