@@ -149,6 +149,9 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     bound when that bound already exceeds the fastest simulated time. Once a count takes
     ``floor`` cycles (up to a tie), the least any count can take, none can be faster: the
     walk only halves it while the half takes the floor too (ties go to fewer tiles).
+    Where the fewest tiles are as fast as the estimate's count, the count halfway between
+    them (on a log scale) is timed too, unless the floor leaves no room for a step: a
+    curve can dip between two equal ends, and the walk then goes on from there.
     """
     visited: set[int] = set()
 
@@ -178,7 +181,16 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     timed(current)  # first: a fast time there lets the others be bounded instead of simulated
     if current != fewest and not (saves(timed(fewest), timed(current))
                                   or saves(timed(current), timed(fewest))):
-        return  # as fast with the largest tiles as where the estimate points: a flat curve
+        # as fast with the largest tiles as where the estimate points: a flat curve, or a
+        # valley between the two (one core of a pool whose port binds: 15 and 50 tiles
+        # 131,367 and 131,310 cycles, 28 tiles 129,636), which the count halfway between
+        # them on a log scale shows, unless the floor leaves no room for one
+        quicker = min(timed(fewest), timed(current))
+        middle = clamp(math.sqrt(fewest * current))
+        if (middle in (fewest, current) or not saves(quicker, floor)
+                or not saves(quicker, timed(middle))):
+            return
+        current = middle
     while True:
         if reached_floor():
             return
