@@ -181,10 +181,9 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     timed(current)  # first: a fast time there lets the others be bounded instead of simulated
     if current != fewest and not (saves(timed(fewest), timed(current))
                                   or saves(timed(current), timed(fewest))):
-        # as fast with the largest tiles as where the estimate points: a flat curve, or a
-        # valley between the two (one core of a pool whose port binds: 15 and 50 tiles
-        # 131,367 and 131,310 cycles, 28 tiles 129,636), which the count halfway between
-        # them on a log scale shows, unless the floor leaves no room for one
+        # as fast with the largest tiles as where the estimate points: flat, or a valley
+        # between (one core of a pool whose port binds: 15 and 50 tiles 131,367 and
+        # 131,310 cycles, 28 tiles 129,636)
         quicker = min(timed(fewest), timed(current))
         middle = clamp(math.sqrt(fewest * current))
         if (middle in (fewest, current) or not saves(quicker, floor)
