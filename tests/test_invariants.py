@@ -341,3 +341,16 @@ def test_one_more_element_on_a_pool_chip_whose_choices_it_swings():
             {"name": "tc2", "count": 3, "bandwidth_gbps": 58.5075402913749}]})
     never_faster(cycles(raw, "fp_relu_grad_s", 30_000, 3, "ddr"),
                  cycles(raw, "fp_relu_grad_s", 30_001, 3, "ddr"), "one more element")
+
+
+# Drawn by a suite run (three 5 GB/s controllers, 4-byte L2 ports, 64-byte bursts, no
+# setup): where the estimate's curve is flat, its least hung on which counts cut the
+# length evenly, so 30,000 elements started the walk at 25 tiles (35,578 cycles) and
+# 30,001 at 41 (34,898: -1.91%), on a curve that jumps a few percent from count to count.
+# Ranked for the length rounded to a 256th of it, both start at 33: 35,130 and 35,128.
+def test_one_more_element_starts_the_tile_walk_where_the_length_before_did():
+    raw = _small_l2_ft78ne(3, 61.0, 1.0, {"setup_cycles": 0, "controllers": [
+        {"name": "tc0", "count": 3, "bandwidth_gbps": 5.0}]}, port_bytes=4)
+    raw["vector"]["lane_width_bits"] = 128
+    never_faster(cycles(raw, "fp_relu_grad_s", 30_000, 3, "ddr"),
+                 cycles(raw, "fp_relu_grad_s", 30_001, 3, "ddr"), "one more element")

@@ -58,9 +58,26 @@ def estimated_cycles(config: ChipConfig, job: Job, cost: VectorCost, busy_cores:
     return fill + compute + drain + (tiles - 1) * np.maximum(dma_period, compute)
 
 
+#: The estimate ranks tile counts for the length rounded up to a multiple of a power of
+#: two whole vectors, the largest no more than this fraction of it.
+ESTIMATE_GRAIN = 256
+
+
 def estimated_best_count(config: ChipConfig, job: Job, cost: VectorCost, busy_cores: int,
                          elements: int, fewest: int, most: int) -> int:
-    """The tile count the closed-form estimate ranks best, between ``fewest`` and ``most``."""
+    """The tile count the closed-form estimate ranks best, between ``fewest`` and ``most``,
+    for the length rounded up as :data:`ESTIMATE_GRAIN` says.
+
+    The estimate counts each tile at its rounded-up size, so it favours counts that cut
+    the length evenly. Where its curve is flat, those counts decide its least, and
+    lengths one element apart started the walk far apart (30,000 and 30,001 elements at
+    25 and 41 tiles, on a pool chip whose times jump a few percent from count to count).
+    Rounded up to a multiple of a power of two whole vectors, near lengths are ranked
+    alike; a power of two itself is not changed.
+    """
+    vectors = -(-elements // cost.lanes)
+    grain = 1 << max(0, (vectors // ESTIMATE_GRAIN).bit_length() - 1)
+    elements = -(-vectors // grain) * grain * cost.lanes
     # sorted and distinct (a sort, not numpy's unique, whose first use imports more of numpy)
     counts = np.sort(np.concatenate([
         np.arange(fewest, min(most, fewest + 64) + 1),
