@@ -262,6 +262,20 @@ def test_a_second_engine_on_a_chip_whose_setups_it_exposes(chip, call):
     never_slower(cycles(chip(1), *call), cycles(chip(2), *call), "one engine -> two")
 
 
+# Drawn by the explore profile (seed 240): one core, DDR bound. The estimate pointed at 12
+# tiles, one more than the fewest; with three engines both took about as long (84,388 and
+# 84,351 cycles), and the walk read that as a flat curve and stopped, where two engines
+# went on to 48 tiles (82,912): +1.74%. Two equally fast counts bracket a flat stretch
+# only a step or more apart; three engines now go on to 96 tiles (82,865).
+def test_one_more_engine_where_the_estimate_points_next_to_the_fewest_tiles():
+    def chip(engines):
+        return _small_l2_ft78ne(1, 7.0, 0.625, {
+            "setup_cycles": 0, "burst_bytes": 1024, "engines_per_core": engines,
+            "engine_bandwidth_gbps": 4.0})
+    call = ("fp_relu_grad_s", 30_000, 1, "ddr")
+    never_slower(cycles(chip(2), *call), cycles(chip(3), *call), "two engines -> three")
+
+
 @POOLS
 @INVARIANT
 @given(data=st.data(), factor=st.floats(min_value=1.1, max_value=4.0))
