@@ -181,9 +181,8 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
 
     current = clamp(start)
     timed(current)  # first: a fast time there lets the others be bounded instead of simulated
-    # two equally fast counts a step or more apart bracket a flat stretch; closer, they say
-    # nothing of the counts beyond them, and the walk goes on (one core, three 4 GB/s
-    # engines, DDR bound: 11 and 12 tiles 84,351 and 84,388 cycles, 96 tiles 82,864)
+    # (closer than a step: one core, three 4 GB/s engines, DDR bound, 11 and 12 tiles
+    # 84,351 and 84,388 cycles, 96 tiles 82,864)
     if current >= 2 * fewest and not (saves(timed(fewest), timed(current))
                                       or saves(timed(current), timed(fewest))):
         # as fast with the largest tiles as where the estimate points: flat, or a valley
