@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import dspsim
+from dspsim.sim.engine.datapath import ONE_CORE_MIN_BURSTS
 from dspsim.sim.engine.detailed import OUTSTANDING_BURSTS, LinkArbiter, _BurstTransfer
 from dspsim.sim.engine.machine import FLUID_MIN_BURSTS
 from dspsim.sim.engine.model import CountingEnvironment
@@ -34,7 +35,8 @@ CASES = GRID.grid()
 TOLERANCE = GRID.TARGET
 STAGGERED = GRID.staggered_grid()
 #: cases found beyond the grid's draw, held beside it
-BEYOND = list(GRID.POOL_CROWD_REGIME + GRID.ENGINE_LOCKSTEP_REGIME)
+BEYOND = list(GRID.POOL_CROWD_REGIME + GRID.ENGINE_LOCKSTEP_REGIME
+              + GRID.PORT_BOUND_POOL_REGIME)
 
 
 def test_the_grid_spans_operators_chips_masks_lengths_and_regions():
@@ -197,19 +199,23 @@ def test_short_transfers_use_bursts_in_the_fast_model_and_long_ones_fluid_flows(
     assert model(1 << 20, tile - 16) == "staggered"
 
 
-def test_a_call_on_one_core_goes_burst_by_burst_whatever_its_size():
+def test_a_call_on_one_core_with_short_transfers_goes_burst_by_burst_whatever_its_size():
     # One core's load and store of short tiles share DDR: as fluid flows they ended
     # together, where round-robin ends the load sooner (774,223 cycles staggered against
     # 755,481 detailed, +2.48%). One pipeline repeats itself within a few tiles, so the
-    # steady state skips most of it and the burst budget buys nothing.
-    def timed_call(fidelity):
+    # steady state skips most of it and the burst budget buys little. From
+    # ONE_CORE_MIN_BURSTS bursts a transfer on, flows are close and cheaper.
+    def timed_call(fidelity, tile_bytes=256):
         chip = dspsim.Chip("ft78ne")
         length = 300_001
         chip.zero(0xA0000000, length, "fp32")
         return chip.fp_l_relu_s(0xA0000000, 0xB0000000, length, core_mask=0x1,
-                                numerics=False, tile_bytes=256, fidelity=fidelity)
+                                numerics=False, tile_bytes=tile_bytes, fidelity=fidelity)
 
     fast, detailed = timed_call("fast"), timed_call("detailed")
     assert fast.timing.transfer_timing == "bursts"
     assert fast.timing.solved_cycles > 0.9 * fast.cycles
     assert fast.cycles == pytest.approx(detailed.cycles, rel=1e-6)
+    long = ONE_CORE_MIN_BURSTS * dspsim.Chip("ft78ne").config.dma.burst_bytes
+    assert timed_call("fast", long).timing.transfer_timing == "staggered"
+    assert timed_call("fast", long - 128).timing.transfer_timing == "bursts"

@@ -30,10 +30,17 @@ from dspsim.sim.engine.tiling import balanced_tiles
 #: ends them up to (k-1) bursts apart where fluid sharing ends them together: an error
 #: below 1/B of a transfer, so under 1% here.
 FLUID_MIN_BURSTS = 128
-#: ... unless a call on two cores or more moves more bursts than this in all: then fluid
-#: flows all the same, so that the fast model stays fast whatever the tile size (the error
-#: stays under 1/B of each transfer; the detailed fidelity has none).
+#: ... unless the call moves more bursts than this in all: then fluid flows all the same,
+#: so that the fast model stays fast whatever the tile size (the error stays under 1/B of
+#: each transfer; the detailed fidelity has none) ...
 BURST_BUDGET = 16384
+#: ... and a call on one core whose tile transfers are shorter than this many bursts goes
+#: burst by burst whatever its size: one pipeline repeats itself within a few tiles, which
+#: the steady state advances, and staggered flows, whose load and store end together where
+#: round-robin ends the load sooner, missed detailed there by up to 2.5% (FT78NE, one
+#: core, 300,001 elements: 1.10% at 16 bursts, 0.81% at 32, 0.08% at 64). From this many
+#: bursts on, the few tiles the steady state needs cost a call more than its error is worth.
+ONE_CORE_MIN_BURSTS = FLUID_MIN_BURSTS // 2
 #: How a call's transfers are timed (see :func:`dma_timing`): fluid flows, fluid flows with
 #: staggered cores and path fill, burst by burst, or not at all (private storage).
 TransferTiming = Literal["fluid", "staggered", "bursts", "none"]
@@ -166,13 +173,13 @@ def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size:
     on its own. Tiles of one core differ by at most a vector, so the longest core's first
     tile stands for the call.
 
-    A call that runs on one core goes burst by burst whatever its size: its one pipeline
-    repeats itself within a few tiles, which the steady state then advances in closed
-    form, so the budget buys nothing there. Fluid flows would cost it accuracy: a core's
-    load and store of short tiles, sharing DDR, end together as flows where round-robin
-    ends the load a burst or more sooner (FT78NE ``fp_l_relu_s`` over 300,001 elements
-    with 256-byte tiles: staggered flows 774,223 cycles, bursts 755,481, as the detailed
-    model).
+    A call that runs on one core with transfers shorter than :data:`ONE_CORE_MIN_BURSTS`
+    goes burst by burst whatever its size: its one pipeline repeats itself within a few
+    tiles, which the steady state then advances in closed form, so the budget buys
+    nothing there. Fluid flows would cost it accuracy: a core's load and store of short
+    tiles, sharing DDR, end together as flows where round-robin ends the load a burst or
+    more sooner (FT78NE ``fp_l_relu_s`` over 300,001 elements with 256-byte tiles:
+    staggered flows 774,223 cycles, bursts 755,481, as the detailed model).
     """
     if job.storage == "private":
         return "none"
@@ -182,7 +189,8 @@ def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size:
     longest = max((min(tile_size, c.elements) for c in cores), default=0)
     if longest * job.itemsize >= FLUID_MIN_BURSTS * burst:
         return "fluid"
-    if sum(1 for core in cores if core.elements) == 1:
+    if (sum(1 for core in cores if core.elements) == 1
+            and longest * job.itemsize < ONE_CORE_MIN_BURSTS * burst):
         return "bursts"
     return "staggered" if call_bursts(config, job) > BURST_BUDGET else "bursts"
 
