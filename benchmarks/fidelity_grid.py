@@ -144,7 +144,7 @@ def random_cases(seed: int = RANDOM_SEED) -> list[Case]:
         if index % 3 == 0:  # the short-tile large-call regime: a small L2, a large call
             changes += (("memory.l2.size_kib", 64), ("memory.l2.reserve_kib", 32))
             length = 519_365
-            if mask == 0x1:  # one core goes burst by burst whatever the call's size
+            if mask == 0x1:  # one core's short transfers go burst by burst at any size
                 mask = (1 << cores) - 1
         cases.append(Case(chip, f"{prefix}_{stem}_s", length, mask, "ddr", changes))
     return cases

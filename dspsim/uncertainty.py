@@ -36,8 +36,8 @@ from dspsim.sim.errors import ArgumentError, DspSimError
 #: reference: its own error against silicon is what the assumed ranges, and what the
 #: model leaves out, stand for.
 MODEL_ERROR = {"bursts": 0.002, "fluid": 0.003, "staggered": 0.082, "none": 0.009}
-MODEL_ERROR_SOURCE = ("fast vs detailed fidelity, largest difference on the fidelity grid "
-                      "and the staggered cases")
+MODEL_ERROR_SOURCE = ("fast vs detailed fidelity, largest difference on the fidelity grid, "
+                      "its staggered cases and the cases held beside it")
 
 #: A timing: cycles of the call or program on a chip config (raises DspSimError if the
 #: chip cannot run it).

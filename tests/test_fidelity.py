@@ -216,6 +216,7 @@ def test_a_call_on_one_core_with_short_transfers_goes_burst_by_burst_whatever_it
     assert fast.timing.transfer_timing == "bursts"
     assert fast.timing.solved_cycles > 0.9 * fast.cycles
     assert fast.cycles == pytest.approx(detailed.cycles, rel=1e-6)
-    long = ONE_CORE_MIN_BURSTS * dspsim.Chip("ft78ne").config.dma.burst_bytes
+    burst = dspsim.Chip("ft78ne").config.dma.burst_bytes
+    long = ONE_CORE_MIN_BURSTS * burst
     assert timed_call("fast", long).timing.transfer_timing == "staggered"
-    assert timed_call("fast", long - 128).timing.transfer_timing == "bursts"
+    assert timed_call("fast", long - burst).timing.transfer_timing == "bursts"

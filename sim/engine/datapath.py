@@ -176,7 +176,7 @@ def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size:
     A call that runs on one core with transfers shorter than :data:`ONE_CORE_MIN_BURSTS`
     goes burst by burst whatever its size: its one pipeline repeats itself within a few
     tiles, which the steady state then advances in closed form, so the budget buys
-    nothing there. Fluid flows would cost it accuracy: a core's load and store of short
+    little there. Fluid flows would cost it accuracy: a core's load and store of short
     tiles, sharing DDR, end together as flows where round-robin ends the load a burst or
     more sooner (FT78NE ``fp_l_relu_s`` over 300,001 elements with 256-byte tiles:
     staggered flows 774,223 cycles, bursts 755,481, as the detailed model).
