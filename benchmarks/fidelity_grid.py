@@ -103,6 +103,21 @@ class Case:
         return dspsim.Chip(config_from_dict(raw, f"<{self.chip} redrawn>"))
 
 
+def per_core_engines(count: int, gbps: float) -> tuple:
+    """Key changes that give every core ``count`` DMA engines of its own, of ``gbps`` each."""
+    return (("dma.model", None), ("dma.controllers", None), ("dma.engines_per_core", count),
+            ("dma.engine_bandwidth_gbps", gbps))
+
+
+def controller_pool(*controllers: tuple[int, float]) -> tuple:
+    """Key changes that give the chip one pool of transfer controllers shared by every
+    core: ``controllers`` are (count, GB/s) of each kind, named tc0, tc1 and on."""
+    return (("dma.model", None), ("dma.engines_per_core", None),
+            ("dma.engine_bandwidth_gbps", None),
+            ("dma.controllers", [{"name": f"tc{kind}", "count": count, "bandwidth_gbps": gbps}
+                                 for kind, (count, gbps) in enumerate(controllers)]))
+
+
 def random_chip_changes(rng: random.Random) -> tuple:
     """Key changes that redraw a packaged chip's DMA, L2, clock and bursts."""
     changes = [("clock_mhz", rng.choice([500, 1000, 1500])),
@@ -112,15 +127,10 @@ def random_chip_changes(rng: random.Random) -> tuple:
                ("memory.l2.reserve_kib", rng.choice([8, 16, 32])),
                ("memory.ddr.peak_bandwidth_gbps", rng.choice([6.4, 10.67, 25.6, 51.2]))]
     if rng.random() < 0.5:
-        changes += [("dma.model", None), ("dma.controllers", None),
-                    ("dma.engines_per_core", rng.randint(1, 3)),
-                    ("dma.engine_bandwidth_gbps", rng.choice([2.0, 5.33, 12.8, 36.7]))]
+        changes += per_core_engines(rng.randint(1, 3), rng.choice([2.0, 5.33, 12.8, 36.7]))
     else:
-        changes += [("dma.model", None), ("dma.engines_per_core", None),
-                    ("dma.engine_bandwidth_gbps", None),
-                    ("dma.controllers", [{"name": f"tc{g}", "count": rng.randint(1, 4),
-                                          "bandwidth_gbps": rng.choice([4.0, 8.0, 16.0])}
-                                         for g in range(rng.randint(1, 2))])]
+        changes += controller_pool(*[(rng.randint(1, 4), rng.choice([4.0, 8.0, 16.0]))
+                                     for _ in range(rng.randint(1, 2))])
     return tuple(changes)
 
 
@@ -156,9 +166,7 @@ def random_cases(seed: int = RANDOM_SEED) -> list[Case]:
 SHORT_TILE_REGIME = tuple(
     Case(chip, "fp_h_swish_grad_s", 519_365, 0x1, "ddr", (
         ("clock_mhz", 1500), ("dma.burst_bytes", 256), ("dma.setup_cycles", 496),
-        ("memory.l2.size_kib", 64), ("dma.model", None), ("dma.controllers", None),
-        ("dma.engines_per_core", 3),
-        ("dma.engine_bandwidth_gbps", 36.7)))
+        ("memory.l2.size_kib", 64)) + per_core_engines(3, 36.7))
     for chip in ("mt7004", "ft78ne"))
 
 
@@ -174,11 +182,8 @@ POOL_CROWD_REGIME = (
     Case("mt7004", "hp_smoothl1lossgrad_s", 519_365, 0x1, "ddr", (
         ("dma.burst_bytes", 64), ("clock_mhz", 500), ("dma.setup_cycles", 0),
         ("memory.l2.size_kib", 128), ("memory.l2.reserve_kib", 8),
-        ("memory.ddr.peak_bandwidth_gbps", 25.6), ("dma.model", None),
-        ("dma.engines_per_core", None), ("dma.engine_bandwidth_gbps", None),
-        ("dma.controllers", [{"name": "tc0", "count": 1, "bandwidth_gbps": 4.0},
-                             {"name": "tc1", "count": 2, "bandwidth_gbps": 16.0}]),
-        ("memory.l2.load_store_bytes_per_cycle", 16))),)
+        ("memory.ddr.peak_bandwidth_gbps", 25.6)) + controller_pool((1, 4.0), (2, 16.0))
+        + (("memory.l2.load_store_bytes_per_cycle", 16),)),)
 
 
 #: A pool with no more controllers than cores behind ports that all but saturate DDR,
@@ -188,10 +193,8 @@ PORT_BOUND_POOL_REGIME = (
     Case("mt7004", "hp_gelu_grad_s", 519_365, 0xf, "ddr", (
         ("clock_mhz", 500), ("dma.burst_bytes", 128), ("dma.setup_cycles", 50),
         ("memory.l2.size_kib", 64), ("memory.l2.reserve_kib", 32),
-        ("memory.ddr.peak_bandwidth_gbps", 10.67), ("dma.model", None),
-        ("dma.engines_per_core", None), ("dma.engine_bandwidth_gbps", None),
-        ("dma.controllers", [{"name": "tc0", "count": 4, "bandwidth_gbps": 4.0}]),
-        ("memory.l2.load_store_bytes_per_cycle", 4))),)
+        ("memory.ddr.peak_bandwidth_gbps", 10.67)) + controller_pool((4, 4.0))
+        + (("memory.l2.load_store_bytes_per_cycle", 4),)),)
 
 
 #: Engines of one core in lock-step, found by a random chip of the invariant tests
