@@ -41,6 +41,14 @@ BURST_BUDGET = 16384
 #: core, 300,001 elements: 1.10% at 16 bursts, 0.81% at 32, 0.08% at 64). From this many
 #: bursts on, the few tiles the steady state needs cost a call more than its error is worth.
 ONE_CORE_MIN_BURSTS = FLUID_MIN_BURSTS // 2
+#: ... and so does any call whose tile transfers are this many bursts or fewer, on any
+#: number of cores: as a fluid flow such a transfer costs as many events as its bursts
+#: (its start, its end, and a new share for every flow beside it at each), and flows
+#: that short end together where round-robin ends them a burst apart, which keeps cores
+#: in lock-step (packaged MT7004 ``hp_gelu_grad_s`` over 2^21 elements on two cores with
+#: 512-byte tiles: staggered flows 5.8% above detailed; FT78NE ``fp_l_relu_s`` over
+#: 300,001 elements with 256-byte tiles on two cores: 12.3%).
+FEWEST_FLUID_BURSTS = 2
 #: How a call's transfers are timed (see :func:`dma_timing`): fluid flows, fluid flows with
 #: staggered cores and path fill, burst by burst, or not at all (private storage).
 TransferTiming = Literal["fluid", "staggered", "bursts", "none"]
@@ -179,7 +187,10 @@ def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size:
     little there. Fluid flows would cost it accuracy: a core's load and store of short
     tiles, sharing DDR, end together as flows where round-robin ends the load a burst or
     more sooner (FT78NE ``fp_l_relu_s`` over 300,001 elements with 256-byte tiles:
-    staggered flows 774,223 cycles, bursts 755,481, as the detailed model).
+    staggered flows 774,223 cycles, bursts 755,481, as the detailed model). So does a
+    call on any number of cores whose transfers are :data:`FEWEST_FLUID_BURSTS` bursts
+    or fewer: as flows they cost as many events as their bursts do, and end together
+    where round-robin ends them a burst apart.
     """
     if job.storage == "private":
         return "none"
@@ -189,6 +200,8 @@ def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size:
     longest = max((min(tile_size, c.elements) for c in cores), default=0)
     if longest * job.itemsize >= FLUID_MIN_BURSTS * burst:
         return "fluid"
+    if longest * job.itemsize <= FEWEST_FLUID_BURSTS * burst:
+        return "bursts"
     if (sum(1 for core in cores if core.elements) == 1
             and longest * job.itemsize < ONE_CORE_MIN_BURSTS * burst):
         return "bursts"
