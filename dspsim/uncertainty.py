@@ -32,7 +32,7 @@ from dspsim.sim.errors import ArgumentError, DspSimError
 #: 0.87%, staggered 8.16% (a known miss held beside the grid, `PORT_BOUND_POOL_REGIME`:
 #: a random MT7004 with four controllers for four cores behind 4-byte ports that all but
 #: saturate DDR; the grid's own known miss, a random FT78NE pool of the same kind, 2.54%;
-#: the packaged chips' staggered cases stay within 0.89%). The detailed model is the
+#: the packaged chips' staggered cases stay within 0.12%). The detailed model is the
 #: reference: its own error against silicon is what the assumed ranges, and what the
 #: model leaves out, stand for.
 MODEL_ERROR = {"bursts": 0.002, "fluid": 0.003, "staggered": 0.082, "none": 0.009}

@@ -26,6 +26,7 @@ from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.model import Model, Timeline
 from dspsim.sim.engine.pipeline import run_private, run_shared
 from dspsim.sim.engine.roofline import roofline_bound, roofline_terms
+from dspsim.sim.engine.settle import SettleWatch
 from dspsim.sim.engine.slices import Slice, SliceLog
 from dspsim.sim.engine.steady import SteadyState
 from dspsim.sim.engine.tiling import TilingChoice, partition
@@ -92,13 +93,15 @@ class CallRun:
     its Timing, in cycles counted from its launch. With a finite ``give_up_above`` (a
     candidate of the tile search, alone on its timeline), the timeline's run raises
     :class:`~dspsim.sim.engine.cutoff.CannotWin` once the call's cycles are sure to
-    exceed it.
+    exceed it. With ``settle_within`` (a call alone, timed burst by burst on trial), it
+    raises :class:`~dspsim.sim.engine.settle.Unsettled` once that many tiles have passed
+    with no period of its steady state advanced.
     """
 
     def __init__(self, timeline: Timeline, config: ChipConfig, job: Job, cost: VectorCost,
                  tile_size: int, *, record_slices: bool, fidelity: str, transfer_timing: str,
                  mirror_cores: bool = True, then: Callable[[], None] = lambda: None,
-                 give_up_above: float = math.inf) -> None:
+                 give_up_above: float = math.inf, settle_within: int | None = None) -> None:
         self.timeline = timeline
         self.config = config
         self.cost = cost
@@ -131,6 +134,10 @@ class CallRun:
             watch: list[Callable] = []
             if fidelity == "fast" and transfer_timing in ("fluid", "staggered", "bursts"):
                 watch.append(self._steady_state)
+                if settle_within is not None:
+                    watch.append(lambda pipelines: SettleWatch(
+                        pipelines, lambda: self.steady.skipped_periods if self.steady else 0,
+                        settle_within))
             if math.isfinite(give_up_above):
                 watch.append(lambda pipelines: Cutoff(model, pipelines, give_up_above))
             run_shared(model, datapath, groups, stagger, self._done, tuple(watch))

@@ -191,6 +191,11 @@ def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size:
     call on any number of cores whose transfers are :data:`FEWEST_FLUID_BURSTS` bursts
     or fewer: as flows they cost as many events as their bursts do, and end together
     where round-robin ends them a burst apart.
+
+    This is the choice made before the call runs. A call alone that it times as staggered
+    flows with transfers of a few bursts is then tried burst by burst all the same, and
+    kept so where its steady state settles (:mod:`dspsim.sim.engine.settle`,
+    :func:`~dspsim.sim.engine.machine.alone_transfer_timing`).
     """
     if job.storage == "private":
         return "none"

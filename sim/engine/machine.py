@@ -25,6 +25,7 @@ import dataclasses
 import math
 import threading
 from collections import OrderedDict
+from typing import Generic, TypeVar
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.call import (
@@ -48,11 +49,13 @@ from dspsim.sim.engine.datapath import (
     BURST_BUDGET,
     FLUID_MIN_BURSTS,
     TRANSFER_TIMINGS,
+    TransferTiming,
     dma_timing,
 )
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.model import CountingEnvironment, Timeline
 from dspsim.sim.engine.roofline import roofline_terms
+from dspsim.sim.engine.settle import LOCKSTEP_BURSTS, SETTLE_TILES, Unsettled
 from dspsim.sim.engine.slices import Slice
 from dspsim.sim.engine.tiling import (
     Abandoned,
@@ -65,9 +68,12 @@ from dspsim.sim.engine.tiling import (
 )
 from dspsim.sim.engine.vector import VectorCost, call_cost
 
+Remembered = TypeVar("Remembered")
+
 __all__ = ["BURST_BUDGET", "CALL_TRACK", "COMPUTE", "ENGINES", "FIDELITIES", "FLUID_MIN_BURSTS",
            "LOAD", "STORE", "TRANSFER_TIMINGS", "CallRun", "CoreTiming", "CountingEnvironment",
-           "Slice", "Timeline", "Timing", "balanced_tiles", "check_fidelity", "dma_timing",
+           "Slice", "Timeline", "Timing", "alone_transfer_timing", "balanced_tiles",
+           "check_fidelity", "dma_timing",
            "finish_timeline", "partition", "plan", "plan_tiling", "roofline_terms", "run_job",
            "tile_elements"]
 
@@ -90,14 +96,55 @@ def _simulate(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int, *,
               give_up_above: float = math.inf) -> Timing:
     """Run the call alone on a fresh timeline with ``tile_size``-element tiles (the whole
     range if private). Raises CannotWin once it is sure to take more than
-    ``give_up_above`` cycles."""
-    timeline = Timeline(config)
+    ``give_up_above`` cycles.
+
+    A call that :func:`dma_timing` would time as staggered flows, with transfers of at
+    most :data:`~dspsim.sim.engine.settle.LOCKSTEP_BURSTS` bursts, is first timed burst
+    by burst, and as staggered flows only if its pipelines do not settle within
+    :data:`~dspsim.sim.engine.settle.SETTLE_TILES` tiles (:mod:`dspsim.sim.engine.settle`);
+    which of the two it took is remembered (:data:`SETTLED`)."""
     transfer_timing = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
-    run = CallRun(timeline, config, job, cost, tile_size, record_slices=record_slices,
-                  fidelity=fidelity, transfer_timing=transfer_timing, mirror_cores=mirror_cores,
-                  give_up_above=give_up_above)
-    finish_timeline(timeline)
-    return run.timing()
+
+    def run(timing: str, settle_within: int | None = None) -> Timing:
+        timeline = Timeline(config)
+        call = CallRun(timeline, config, job, cost, tile_size, record_slices=record_slices,
+                       fidelity=fidelity, transfer_timing=timing, mirror_cores=mirror_cores,
+                       give_up_above=give_up_above, settle_within=settle_within)
+        finish_timeline(timeline)
+        return call.timing()
+
+    if transfer_timing == "staggered" and short_enough_to_settle(config, job, tile_size):
+        key = (tiling_key(config, job), tile_size)
+        if SETTLED.get(key) is not False:
+            try:
+                timing = run("bursts", SETTLE_TILES)
+            except Unsettled:
+                SETTLED.put(key, False)
+            else:
+                SETTLED.put(key, True)
+                return timing
+    return run(transfer_timing)
+
+
+def short_enough_to_settle(config: ChipConfig, job: Job, tile_size: int) -> bool:
+    """Whether a call's tile transfers are at most
+    :data:`~dspsim.sim.engine.settle.LOCKSTEP_BURSTS` bursts long."""
+    return tile_size * job.itemsize <= LOCKSTEP_BURSTS * config.dma.burst_bytes
+
+
+def alone_transfer_timing(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int,
+                          fidelity: str) -> TransferTiming:
+    """How the call's transfers are timed when it runs alone with ``tile_size``-element
+    tiles: :func:`dma_timing`'s answer, but for a staggered call that settles burst by
+    burst (see :func:`_simulate`), found by running it alone unless remembered."""
+    timing = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
+    if timing != "staggered" or not short_enough_to_settle(config, job, tile_size):
+        return timing
+    settled = SETTLED.get((tiling_key(config, job), tile_size))
+    if settled is None:
+        return _simulate(config, job, cost, tile_size, record_slices=False,
+                         fidelity=fidelity, mirror_cores=True).transfer_timing
+    return "bursts" if settled else "staggered"
 
 
 def _candidate(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int, limit: float,
@@ -142,8 +189,8 @@ def tiling_key(config: ChipConfig, job: Job) -> tuple:
             tuple(o.span.region for o in job.inputs), tuple(o.span.region for o in job.outputs))
 
 
-class TilingMemo:
-    """Tile choices already made in this process, the least recently used forgotten first.
+class Memo(Generic[Remembered]):
+    """What this process has found out per call, the least recently used forgotten first.
 
     Safe to share between threads (sweeps run calls in a thread pool): a lock guards the
     table; two threads planning one call at once both search, and agree.
@@ -151,10 +198,10 @@ class TilingMemo:
 
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
-        self._choices: OrderedDict[tuple, TilingChoice] = OrderedDict()
+        self._choices: OrderedDict[tuple, Remembered] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple) -> TilingChoice | None:
+    def get(self, key: tuple) -> Remembered | None:
         """The choice remembered for ``key``, or None."""
         with self._lock:
             choice = self._choices.get(key)
@@ -162,7 +209,7 @@ class TilingMemo:
                 self._choices.move_to_end(key)
             return choice
 
-    def put(self, key: tuple, choice: TilingChoice) -> None:
+    def put(self, key: tuple, choice: Remembered) -> None:
         """Remember ``choice`` for ``key``."""
         with self._lock:
             self._choices[key] = choice
@@ -177,7 +224,9 @@ class TilingMemo:
 
 
 #: The process's remembered tile choices.
-TILINGS = TilingMemo()
+TILINGS: Memo[TilingChoice] = Memo()
+#: Whether a staggered call, by (:func:`tiling_key`, tile size), settled burst by burst.
+SETTLED: Memo[bool] = Memo()
 
 
 def run_job(config: ChipConfig, job: Job, *, record_slices: bool = True,

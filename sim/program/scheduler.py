@@ -19,14 +19,13 @@ import heapq
 from dataclasses import dataclass, field
 
 from dspsim.sim.chip.load import ChipConfig
-from dspsim.sim.engine.datapath import dma_timing
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.machine import (
     CallRun,
     Timing,
+    alone_transfer_timing,
     check_fidelity,
     finish_timeline,
-    fresh_cores,
     plan,
     plan_tiling,
 )
@@ -44,7 +43,7 @@ class PlannedCall:
     cost: VectorCost
     tiling: TilingChoice | None
     tile_size: int
-    alone: str  # how its transfers are timed when it runs alone (see dma_timing)
+    alone: str  # how its transfers are timed when it runs alone (alone_transfer_timing)
 
 
 def plan_call(config: ChipConfig, job: Job, fidelity: str,
@@ -65,7 +64,7 @@ def plan_call(config: ChipConfig, job: Job, fidelity: str,
             tilings[key] = tiling
     tile = tiling.tile_elements if tiling is not None else job.length
     return PlannedCall(job, cost, tiling, tile,
-                       dma_timing(config, job, fresh_cores(job, cost.lanes), tile, fidelity))
+                       alone_transfer_timing(config, job, cost, tile, fidelity))
 
 
 def program_transfer_timings(config: ChipConfig, calls: list[PlannedCall],
