@@ -202,6 +202,15 @@ def test_short_transfers_use_bursts_in_the_fast_model_and_long_ones_fluid_flows(
     assert model(1 << 20, tile - 16) == "staggered"
 
 
+def _l_relu_on(mask, fidelity, tile_bytes, length=300_001):
+    """FT78NE ``fp_l_relu_s`` over ``length`` elements in DDR on ``mask``, timing only,
+    with the tile fixed at ``tile_bytes``."""
+    chip = dspsim.Chip("ft78ne")
+    chip.zero(0xA0000000, length, "fp32")
+    return chip.fp_l_relu_s(0xA0000000, 0xB0000000, length, core_mask=mask, numerics=False,
+                            tile_bytes=tile_bytes, fidelity=fidelity)
+
+
 def test_a_call_on_one_core_with_short_transfers_goes_burst_by_burst_whatever_its_size():
     # One core's load and store of short tiles share DDR: as fluid flows they ended
     # together, where round-robin ends the load sooner (774,223 cycles staggered against
@@ -209,11 +218,7 @@ def test_a_call_on_one_core_with_short_transfers_goes_burst_by_burst_whatever_it
     # steady state skips most of it and the burst budget buys little. From
     # ONE_CORE_MIN_BURSTS bursts a transfer on, flows are close and cheaper.
     def timed_call(fidelity, tile_bytes=256):
-        chip = dspsim.Chip("ft78ne")
-        length = 300_001
-        chip.zero(0xA0000000, length, "fp32")
-        return chip.fp_l_relu_s(0xA0000000, 0xB0000000, length, core_mask=0x1,
-                                numerics=False, tile_bytes=tile_bytes, fidelity=fidelity)
+        return _l_relu_on(0x1, fidelity, tile_bytes)
 
     fast, detailed = timed_call("fast"), timed_call("detailed")
     assert fast.timing.transfer_timing == "bursts"
@@ -230,26 +235,12 @@ def test_transfers_of_a_burst_or_two_go_burst_by_burst_on_any_number_of_cores():
     # fluid flows their transfers ended together and kept the cores in lock-step,
     # 424,739 cycles against 378,298 detailed (+12.3%); burst by burst the round-robin
     # ends them a burst apart, as detailed does, for no more events than flows.
-    def timed_call(fidelity, tile_bytes, mask=0x3):
-        chip = dspsim.Chip("ft78ne")
-        length = 300_001
-        chip.zero(0xA0000000, length, "fp32")
-        return chip.fp_l_relu_s(0xA0000000, 0xB0000000, length, core_mask=mask,
-                                numerics=False, tile_bytes=tile_bytes, fidelity=fidelity)
-
     burst = dspsim.Chip("ft78ne").config.dma.burst_bytes
     shortest = FEWEST_FLUID_BURSTS * burst
-    fast, detailed = timed_call("fast", shortest), timed_call("detailed", shortest)
+    fast, detailed = _l_relu_on(0x3, "fast", shortest), _l_relu_on(0x3, "detailed", shortest)
     assert fast.timing.transfer_timing == "bursts"
     assert fast.cycles == pytest.approx(detailed.cycles, rel=1e-6)
-    assert timed_call("fast", shortest, mask=0xff).timing.transfer_timing == "bursts"
-
-
-def _l_relu_on(mask, fidelity, tile_bytes, length=300_001):
-    chip = dspsim.Chip("ft78ne")
-    chip.zero(0xA0000000, length, "fp32")
-    return chip.fp_l_relu_s(0xA0000000, 0xB0000000, length, core_mask=mask, numerics=False,
-                            tile_bytes=tile_bytes, fidelity=fidelity)
+    assert _l_relu_on(0xff, "fast", shortest).timing.transfer_timing == "bursts"
 
 
 def test_a_large_call_whose_short_transfers_settle_goes_burst_by_burst():

@@ -23,6 +23,7 @@ from dspsim.sim.engine.detailed_vector import IssuedVector
 from dspsim.sim.engine.job import Job, Operand
 from dspsim.sim.engine.model import ENGINES, CoreGroup, CoreTiming, Model
 from dspsim.sim.engine.network import FlowNetwork
+from dspsim.sim.engine.settle import LOCKSTEP_BURSTS
 from dspsim.sim.engine.tiling import balanced_tiles
 
 #: Tile transfers of at least this many bursts are timed as fluid flows in the fast model;
@@ -178,8 +179,7 @@ def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size:
     DDR idle together, where arbitration staggers them (its round-robin serves their first
     bursts one after another, and the cores drift out of phase from there), so each core
     starts one burst's time on the shared link after the previous one and is simulated
-    on its own. Tiles of one core differ by at most a vector, so the longest core's first
-    tile stands for the call.
+    on its own. The longest tile transfer stands for the call (:func:`longest_transfer`).
 
     A call that runs on one core with transfers shorter than :data:`ONE_CORE_MIN_BURSTS`
     goes burst by burst whatever its size: its one pipeline repeats itself within a few
@@ -202,15 +202,30 @@ def dma_timing(config: ChipConfig, job: Job, cores: list[CoreTiming], tile_size:
     if fidelity != "fast":
         return "bursts"
     burst = config.dma.burst_bytes
-    longest = max((min(tile_size, c.elements) for c in cores), default=0)
-    if longest * job.itemsize >= FLUID_MIN_BURSTS * burst:
+    longest = longest_transfer(job, cores, tile_size)
+    if longest >= FLUID_MIN_BURSTS * burst:
         return "fluid"
-    if longest * job.itemsize <= FEWEST_FLUID_BURSTS * burst:
+    if longest <= FEWEST_FLUID_BURSTS * burst:
         return "bursts"
     if (sum(1 for core in cores if core.elements) == 1
-            and longest * job.itemsize < ONE_CORE_MIN_BURSTS * burst):
+            and longest < ONE_CORE_MIN_BURSTS * burst):
         return "bursts"
     return "staggered" if call_bursts(config, job) > BURST_BUDGET else "bursts"
+
+
+def longest_transfer(job: Job, cores: list[CoreTiming], tile_size: int) -> int:
+    """Bytes of the call's longest tile transfer: tiles of one core differ by at most a
+    vector, so the longest core's first tile stands for the call."""
+    return max((min(tile_size, c.elements) for c in cores), default=0) * job.itemsize
+
+
+def tried_burst_by_burst(config: ChipConfig, job: Job, cores: list[CoreTiming],
+                         tile_size: int, timing: str) -> bool:
+    """Whether a call alone that :func:`dma_timing` times as ``timing`` is first tried
+    burst by burst (:mod:`dspsim.sim.engine.settle`): staggered, with transfers of at most
+    :data:`~dspsim.sim.engine.settle.LOCKSTEP_BURSTS` bursts."""
+    return (timing == "staggered" and longest_transfer(job, cores, tile_size)
+            <= LOCKSTEP_BURSTS * config.dma.burst_bytes)
 
 
 def call_bursts(config: ChipConfig, job: Job) -> int:

@@ -51,11 +51,12 @@ from dspsim.sim.engine.datapath import (
     TRANSFER_TIMINGS,
     TransferTiming,
     dma_timing,
+    tried_burst_by_burst,
 )
 from dspsim.sim.engine.job import Job
 from dspsim.sim.engine.model import CountingEnvironment, Timeline
 from dspsim.sim.engine.roofline import roofline_terms
-from dspsim.sim.engine.settle import LOCKSTEP_BURSTS, SETTLE_TILES, Unsettled
+from dspsim.sim.engine.settle import SETTLE_TILES, Unsettled
 from dspsim.sim.engine.slices import Slice
 from dspsim.sim.engine.tiling import (
     Abandoned,
@@ -103,7 +104,7 @@ def _simulate(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int, *,
     by burst, and as staggered flows only if its pipelines do not settle within
     :data:`~dspsim.sim.engine.settle.SETTLE_TILES` tiles (:mod:`dspsim.sim.engine.settle`);
     which of the two it took is remembered (:data:`SETTLED`)."""
-    transfer_timing = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
+    transfer_timing, trial = _planned_timing(config, job, cost, tile_size, fidelity)
 
     def run(timing: str, settle_within: int | None = None) -> Timing:
         timeline = Timeline(config)
@@ -113,23 +114,25 @@ def _simulate(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int, *,
         finish_timeline(timeline)
         return call.timing()
 
-    if transfer_timing == "staggered" and short_enough_to_settle(config, job, tile_size):
-        key = (tiling_key(config, job), tile_size)
-        if SETTLED.get(key) is not False:
-            try:
-                timing = run("bursts", SETTLE_TILES)
-            except Unsettled:
-                SETTLED.put(key, False)
-            else:
-                SETTLED.put(key, True)
-                return timing
+    if trial is not None and SETTLED.get(trial) is not False:
+        try:
+            timing = run("bursts", SETTLE_TILES)
+        except Unsettled:
+            SETTLED.put(trial, False)
+        else:
+            SETTLED.put(trial, True)
+            return timing
     return run(transfer_timing)
 
 
-def short_enough_to_settle(config: ChipConfig, job: Job, tile_size: int) -> bool:
-    """Whether a call's tile transfers are at most
-    :data:`~dspsim.sim.engine.settle.LOCKSTEP_BURSTS` bursts long."""
-    return tile_size * job.itemsize <= LOCKSTEP_BURSTS * config.dma.burst_bytes
+def _planned_timing(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int,
+                    fidelity: str) -> tuple[TransferTiming, tuple | None]:
+    """:func:`dma_timing`'s choice for the call, and its :data:`SETTLED` key if the call
+    alone is first tried burst by burst (None if not)."""
+    cores = fresh_cores(job, cost.lanes)
+    timing = dma_timing(config, job, cores, tile_size, fidelity)
+    tried = tried_burst_by_burst(config, job, cores, tile_size, timing)
+    return timing, (tiling_key(config, job), tile_size) if tried else None
 
 
 def alone_transfer_timing(config: ChipConfig, job: Job, cost: VectorCost, tile_size: int,
@@ -137,10 +140,10 @@ def alone_transfer_timing(config: ChipConfig, job: Job, cost: VectorCost, tile_s
     """How the call's transfers are timed when it runs alone with ``tile_size``-element
     tiles: :func:`dma_timing`'s answer, but for a staggered call that settles burst by
     burst (see :func:`_simulate`), found by running it alone unless remembered."""
-    timing = dma_timing(config, job, fresh_cores(job, cost.lanes), tile_size, fidelity)
-    if timing != "staggered" or not short_enough_to_settle(config, job, tile_size):
+    timing, trial = _planned_timing(config, job, cost, tile_size, fidelity)
+    if trial is None:
         return timing
-    settled = SETTLED.get((tiling_key(config, job), tile_size))
+    settled = SETTLED.get(trial)
     if settled is None:
         return _simulate(config, job, cost, tile_size, record_slices=False,
                          fidelity=fidelity, mirror_cores=True).transfer_timing
