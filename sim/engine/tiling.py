@@ -136,8 +136,19 @@ def hopeless_above(fastest: float, tiles: int) -> float:
     return limit
 
 
+def step_saves_at_most(before: float, after: float) -> float:
+    """What one more step of the walk in the same direction (doubling the tile count
+    again, or halving it again) can save at most, once the step to it saved
+    ``before - after`` cycles: half of that. A call's cycles over its tile count ``k``
+    behave as ``a + b / k + c * k``: the pipeline's fill and drain (a tile's first load,
+    its last compute and store) shrink in proportion to the tile, and every tile adds its
+    DMA setup and loop overhead. On such a curve each doubling saves at most half of
+    what the doubling before it saved, and so does each halving."""
+    return max(0.0, (before - after) / 2)
+
+
 def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
-                  start: int, floor: float = 0.0) -> None:
+                  start: int, floor: float = 0.0) -> int | None:
     """Walk the tile counts from ``start`` towards shorter simulated times.
 
     Doubling or halving the count while either saves time worth the step
@@ -154,6 +165,9 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     between them (on a log scale), unless the floor leaves no room for a step: a curve
     can dip between two equal ends, and the walk then goes on from there. Two counts
     closer than a step say nothing of the curve beyond them, and the walk goes on.
+    After a step, the next step the same way (to more than :data:`NEIGHBOUR_TILES`
+    tiles) is timed only if it could still save a step's worth
+    (:func:`step_saves_at_most`). Returns the count that left untimed, if any.
     """
     visited: set[int] = set()
 
@@ -179,6 +193,9 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     def clamp(count: float) -> int:
         return min(most, max(fewest, int(round(count))))
 
+    def unseen(count: int | None) -> int | None:
+        return None if count in visited else count
+
     current = clamp(start)
     timed(current)  # first: a fast time there lets the others be bounded instead of simulated
     # (closer than a step: one core, three 4 GB/s engines, DDR bound, 11 and 12 tiles
@@ -192,18 +209,31 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
         middle = clamp(math.sqrt(fewest * current))
         if (middle in (fewest, current) or not saves(quicker, floor)
                 or not saves(quicker, timed(middle))):
-            return
+            return None
         current = middle
+    came_from = None  # the count the walk last stepped from
+    unworthy = None  # a step not timed: it could not save a step's worth
     while True:
         if reached_floor():
-            return
+            return unseen(unworthy)
         steps = {clamp(current / 2), clamp(current * 2)} - {current}
+        if came_from is not None:
+            # the next step the same way, timed only if it could still save a step (among
+            # few tiles the curve is jagged, and the neighbour rounds below need every
+            # count the walk would time; a step clamped to the fewest or most tiles has
+            # no step ahead)
+            ahead = clamp(current * 2) if current > came_from else clamp(current / 2)
+            if (ahead not in visited and ahead > NEIGHBOUR_TILES and not saves(
+                    timed(current),
+                    timed(current) - step_saves_at_most(timed(came_from), timed(current)))):
+                steps.discard(ahead)
+                unworthy = ahead
         better = [c for c in steps if saves(timed(current), timed(c))]
         if not better:
             break
-        current = min(better, key=timed)
+        came_from, current = current, min(better, key=timed)
     if current > NEIGHBOUR_TILES:
-        return
+        return unseen(unworthy)
     refined: set[int] = set()
     fastest = min(timed(c) for c in visited)
     while not reached_floor():
@@ -213,12 +243,13 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
             refined.add(count)
             for neighbour in (count - NEIGHBOURS, count + NEIGHBOURS):
                 if reached_floor():
-                    return
+                    return unseen(unworthy)
                 if fewest <= neighbour <= most:
                     timed(neighbour)
         before, fastest = fastest, min(timed(c) for c in visited)
         if not near or fastest >= before - TIE_CYCLES:
-            return  # a round of neighbours found nothing faster: the curve's best is known
+            return unseen(unworthy)  # a round of neighbours found nothing faster
+    return unseen(unworthy)
 
 
 # ----------------------------------------------------------------------------- choice
@@ -296,7 +327,7 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
 
     start = estimated_best_count(config, job, cost, busy, elements, fewest, most)
     floor, resource = cycles_floor(config, job, cost, parts)
-    search_counts(timed, fewest, most, start, floor)
+    unworthy = search_counts(timed, fewest, most, start, floor)
     quickest = min(t.cycles for t in timings.values())
     # among tilings equally fast to the reported cycle, the fewest tiles: fewer transfers
     # to set up on the chip, and fewer events to simulate
@@ -329,6 +360,10 @@ def choose_tiling(config: ChipConfig, job: Job, cost: VectorCost,
         reason += (f"; {unsimulated} more not simulated, "
                    f"{'its lower bound' if unsimulated == 1 else 'their lower bounds'} "
                    f"exceeding the fastest")
+    if unworthy is not None:
+        untimed = math.ceil(elements / tile_for_count(elements, unworthy, lanes))
+        reason += (f"; {untimed} per core not simulated: a step of the walk saves at most "
+                   f"half of what the one before it saved, here less than {WORTH_A_STEP:.2%}")
     if takes_floor(quickest, floor) and len(candidates) > 1:
         reason += (f"; none can be faster: it takes the call's least possible time "
                    f"(launch, barrier, a DMA setup and the {resource} term)")
