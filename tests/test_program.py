@@ -372,3 +372,50 @@ def test_a_calls_timing_mode_does_not_depend_on_the_other_calls():
     assert len({r.timing.transfer_timing for r in alone}) == 2
     assert [c.result.cycles for c in result.calls] == [r.cycles for r in alone]
     assert result.cycles == max(r.cycles for r in alone)
+
+
+def _short_beside_long(chip_name, name, masks):
+    """A short call and a long one in DDR on disjoint cores: each alone, then together."""
+    chip = dspsim.Chip(chip_name)
+    dtype = chip.resolve(name).dtype.numpy
+    calls = [((DDR, DDR + 4 * MIB, DDR + 8 * MIB, 3000), masks[0]),
+             ((DDR + 64 * MIB, DDR + 68 * MIB, DDR + 72 * MIB, 300_001), masks[1])]
+    for args, _ in calls:
+        chip.zero(args[0], args[3], dtype)
+        chip.zero(args[1], args[3], dtype)
+    alone = [chip.call(name, *args, core_mask=mask, numerics=False) for args, mask in calls]
+    prog = chip.program()
+    for args, mask in calls:
+        prog.stream().enqueue(name, *args, core_mask=mask)
+    return alone, prog.run(numerics=False)
+
+
+def _waits_and_moves(call):
+    """(cycles each DMA slice of a program's call waited beyond moving data, its data
+    cycles)."""
+    moves = [s for s in call.result.timing.slices if "data_cycles" in s.args]
+    return ([s.end - s.start - s.args["data_cycles"] for s in moves],
+            [s.args["data_cycles"] for s in moves])
+
+
+def test_a_short_call_waits_behind_a_long_calls_transfers_on_a_shared_pool():
+    # FT78NE: the long call's 80,000-byte transfers hold all ten controllers for some
+    # 94,000 cycles each, and the short call's transfers queue behind them (a controller
+    # works through one transfer at a time). Together they still take no longer than one
+    # after the other; the short call's own cycles show the blocking, and so does its
+    # trace: transfers that waited as long as a long transfer moves.
+    alone, together = _short_beside_long("ft78ne", "fp_relu_grad_s", (0x07, 0xf8))
+    assert together.cycles <= sum(r.cycles for r in alone)
+    short, long = together.calls
+    assert short.result.cycles > 20 * alone[0].cycles
+    waits, _ = _waits_and_moves(short)
+    _, long_moves = _waits_and_moves(long)
+    assert max(waits) >= 0.95 * max(long_moves)
+    # MT7004's cores have engines of their own: the same pair shares only DDR, and the
+    # short call's transfers wait (their setup, their core's port) for less than half as
+    # long as a long transfer moves
+    alone, together = _short_beside_long("mt7004", "hp_relu_grad_s", (0x1, 0xe))
+    short, long = together.calls
+    assert together.cycles <= sum(r.cycles for r in alone)
+    assert short.result.cycles < 5 * alone[0].cycles
+    assert max(_waits_and_moves(short)[0]) < 0.5 * max(_waits_and_moves(long)[1])
