@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from test_timing import timed
 
 import dspsim
-from dspsim.sim.engine import cutoff, machine, tiling
+from dspsim.sim.engine import cutoff, machine, tile_walk, tiling
 from dspsim.sim.engine.tiling import TIE_CYCLES, Abandoned, search_counts
 
 #: calls whose searches stop some candidates: fills that lose (large tiles on one core),
@@ -190,11 +190,11 @@ def test_a_step_left_untimed_could_not_have_saved_one(fixed, fill, per_tile, sta
 
     seen, unworthy = _walk(curve, start)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tiling, "step_saves_at_most", lambda before, after: float("inf"))
+        patch.setattr(tile_walk, "step_saves_at_most", lambda before, after: float("inf"))
         every, none_left = _walk(curve, start)
     assert none_left is None
     assert unworthy is None or unworthy not in seen
-    assert not tiling.saves(min(seen.values()), min(every.values()))
+    assert not tile_walk.saves(min(seen.values()), min(every.values()))
     assert len(seen) <= len(every)
 
 

@@ -15,7 +15,8 @@ vector of work or one core fewer can never make it faster by switching tilings.
 A chip (``tiling: {policy: fixed, tile_bytes: N}``) or a call may fix the tile size
 instead, to model a library that uses one. The work split itself is
 :mod:`dspsim.sim.engine.work_split`; the estimate and the lower bound that steer the
-search are :mod:`dspsim.sim.engine.tiling_model`.
+search are :mod:`dspsim.sim.engine.tiling_model`, and its walk over tile counts
+:mod:`dspsim.sim.engine.tile_walk`.
 """
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ from typing import Any
 
 from dspsim.sim.chip.load import ChipConfig
 from dspsim.sim.engine.job import Job
+from dspsim.sim.engine.tile_walk import (
+    TIE_CYCLES,
+    WORTH_A_STEP,
+    hopeless_above,
+    saves,
+    search_counts,
+    takes_floor,
+)
 from dspsim.sim.engine.tiling_model import (
     cycles_floor,
     cycles_lower_bound,
@@ -40,7 +49,8 @@ from dspsim.sim.engine.work_split import (
 )
 from dspsim.sim.errors import CapacityError
 
-# the work split is read from here too: a call's tiling and how it cuts its work
+# the work split and the walk are read from here too: a call's tiling, how it cuts its
+# work and how the search walks
 __all__ = ["MAX_TILES_PER_CORE", "NO_TILING", "TIE_CYCLES", "WORTH_A_STEP", "Abandoned",
            "TilingChoice", "balanced_tiles", "choose_tiling", "fixed_tile", "hopeless_above",
            "partition", "search_counts", "takes_floor", "tile_elements", "tile_for_count"]
@@ -48,23 +58,6 @@ __all__ = ["MAX_TILES_PER_CORE", "NO_TILING", "TIE_CYCLES", "WORTH_A_STEP", "Aba
 #: A tuned library cuts one core's part into at most this many tiles: beyond it the fill
 #: and drain are well under 0.1% of the call, and every tile costs simulation events.
 MAX_TILES_PER_CORE = 1024
-#: Tile counts on either side of the search's best that are simulated too ...
-NEIGHBOURS = 1
-#: ... while it has at most this many tiles per core.
-NEIGHBOUR_TILES = 16
-#: Among few tiles, where burst arbitration makes the curve jagged, the neighbours of every
-#: count within this fraction of the fastest are simulated too, round after round while a
-#: round finds a faster count: a walk by doubling and halving can step over the best count
-#: (MT7004 relu_grad 16,384 elements on one core at 250 setup cycles: 13 tiles 13,977
-#: cycles, 6 tiles 14,193, 7 tiles 13,632), and more setup cycles would then find it and
-#: look faster.
-NEAR_BEST = 0.02
-#: The doubling walk takes a step only if it saves more than this fraction of the cycles:
-#: past the pipeline's knee a doubling gains a few cycles in 10^5 and costs twice the
-#: events to simulate (FT78NE gelu_grad 65,536 elements on 8 cores: 187 tiles 93,115
-#: cycles, 342 tiles 93,110), so the walk stops there. Well under the 1% of the scaling
-#: invariants, and the same fraction below which the report calls the largest tile as fast.
-WORTH_A_STEP = 5e-4
 
 
 @dataclass(frozen=True)
@@ -108,148 +101,6 @@ NO_TILING: dict[str, Any] = {
     "policy": None, "tile_elements": None, "tiles_per_core": None, "tile_bytes": None,
     "largest_fitting_elements": None, "reason": None, "candidates": [],
     "not_simulated_lower_bounds": []}
-
-
-#: Simulated times closer than this are ties: results are reported in whole cycles.
-TIE_CYCLES = 0.5
-
-
-def saves(before: float, after: float) -> bool:
-    """Whether ``after`` is worth a step of the walk from ``before``: fewer cycles by more
-    than :data:`WORTH_A_STEP` of them (and by more than a tie)."""
-    return after < before - max(TIE_CYCLES, WORTH_A_STEP * before)
-
-
-def takes_floor(cycles: float, floor: float) -> bool:
-    """Whether ``cycles`` are the call's least possible (``floor``), up to a tie."""
-    return cycles <= floor + TIE_CYCLES
-
-
-def hopeless_above(fastest: float, tiles: int) -> float:
-    """Cycles beyond which a candidate of ``tiles`` tiles per core can change nothing the
-    search decides when the fastest so far takes ``fastest``: it would be no step of the
-    walk (:func:`saves`) from any count at least as slow as the fastest, nor, among few
-    tiles, within :data:`NEAR_BEST` of it (whose neighbours are simulated too)."""
-    limit = max(fastest + TIE_CYCLES, fastest / (1 - WORTH_A_STEP))
-    if tiles <= NEIGHBOUR_TILES:
-        limit = max(limit, fastest * (1 + NEAR_BEST))
-    return limit
-
-
-def step_saves_at_most(before: float, after: float) -> float:
-    """What one more step of the walk in the same direction (doubling the tile count
-    again, or halving it again) can save at most, once the step to it saved
-    ``before - after`` cycles: half of that. A call's cycles over its tile count ``k``
-    behave as ``a + b / k + c * k``: the pipeline's fill and drain (a tile's first load,
-    its last compute and store) shrink in proportion to the tile, and every tile adds its
-    DMA setup and loop overhead. On such a curve each doubling saves at most half of
-    what the doubling before it saved, and so does each halving."""
-    return max(0.0, (before - after) / 2)
-
-
-def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
-                  start: int, floor: float = 0.0) -> int | None:
-    """Walk the tile counts from ``start`` towards shorter simulated times.
-
-    Doubling or halving the count while either saves time worth the step
-    (:data:`WORTH_A_STEP`; the estimate is close, not exact, and a narrow DMA pool makes
-    the curve lumpy), then the neighbours of the best when it has few tiles, where one
-    tile more or less still matters, and of every count nearly as fast
-    (:data:`NEAR_BEST`), round after round while a round finds a faster count.
-    ``time_count`` times a count (and remembers it): by simulating it, or by a lower
-    bound when that bound already exceeds the fastest simulated time. Once a count takes
-    ``floor`` cycles (up to a tie), the least any count can take, none can be faster: the
-    walk only halves it while the half takes the floor too (ties go to fewer tiles).
-    Where the fewest tiles are as fast as the estimate's count a step or more above them,
-    the curve between is flat and the walk stops there. It first times the count halfway
-    between them (on a log scale), unless the floor leaves no room for a step: a curve
-    can dip between two equal ends, and the walk then goes on from there. Two counts
-    closer than a step say nothing of the curve beyond them, and the walk goes on.
-    After a step, the next step the same way (to more than :data:`NEIGHBOUR_TILES`
-    tiles) is timed only if it could still save a step's worth
-    (:func:`step_saves_at_most`). Returns the count that left untimed, if any.
-    """
-    visited: set[int] = set()
-
-    def at_floor(count: int) -> bool:
-        return takes_floor(timed(count), floor)
-
-    def reached_floor() -> bool:
-        """Whether a count seen takes the floor; if so, also time the halves of the fewest
-        that does while each takes the floor too (the caller chooses the fewest tiles
-        among the counts timed that tie)."""
-        floored = [c for c in visited if at_floor(c)]
-        if not floored:
-            return False
-        count = min(floored)
-        while count > fewest and at_floor(clamp(count / 2)):
-            count = clamp(count / 2)
-        return True
-
-    def timed(count: int) -> float:  # the caller's, remembering which counts it saw
-        visited.add(count)
-        return time_count(count)
-
-    def clamp(count: float) -> int:
-        return min(most, max(fewest, int(round(count))))
-
-    def unseen(count: int | None) -> int | None:
-        return None if count in visited else count
-
-    current = clamp(start)
-    timed(current)  # first: a fast time there lets the others be bounded instead of simulated
-    # (closer than a step: one core, three 4 GB/s engines, DDR bound, 11 and 12 tiles
-    # 84,351 and 84,388 cycles, 96 tiles 82,864)
-    if current >= 2 * fewest and not (saves(timed(fewest), timed(current))
-                                      or saves(timed(current), timed(fewest))):
-        # as fast with the largest tiles as where the estimate points: flat, or a valley
-        # between (one core of a pool whose port binds: 15 and 50 tiles 131,367 and
-        # 131,310 cycles, 28 tiles 129,636)
-        quicker = min(timed(fewest), timed(current))
-        middle = clamp(math.sqrt(fewest * current))
-        if (middle in (fewest, current) or not saves(quicker, floor)
-                or not saves(quicker, timed(middle))):
-            return None
-        current = middle
-    came_from = None  # the count the walk last stepped from
-    unworthy = None  # a step not timed: it could not save a step's worth
-    while True:
-        if reached_floor():
-            return unseen(unworthy)
-        steps = {clamp(current / 2), clamp(current * 2)} - {current}
-        if came_from is not None:
-            # the next step the same way, timed only if it could still save a step (among
-            # few tiles the curve is jagged, and the neighbour rounds below need every
-            # count the walk would time; a step clamped to the fewest or most tiles has
-            # no step ahead)
-            ahead = clamp(current * 2) if current > came_from else clamp(current / 2)
-            if (ahead not in visited and ahead > NEIGHBOUR_TILES and not saves(
-                    timed(current),
-                    timed(current) - step_saves_at_most(timed(came_from), timed(current)))):
-                steps.discard(ahead)
-                unworthy = ahead
-        better = [c for c in steps if saves(timed(current), timed(c))]
-        if not better:
-            break
-        came_from, current = current, min(better, key=timed)
-    if current > NEIGHBOUR_TILES:
-        return unseen(unworthy)
-    refined: set[int] = set()
-    fastest = min(timed(c) for c in visited)
-    while not reached_floor():
-        near = sorted(c for c in visited - refined
-                      if c <= NEIGHBOUR_TILES and timed(c) <= fastest * (1 + NEAR_BEST))
-        for count in near:
-            refined.add(count)
-            for neighbour in (count - NEIGHBOURS, count + NEIGHBOURS):
-                if reached_floor():
-                    return unseen(unworthy)
-                if fewest <= neighbour <= most:
-                    timed(neighbour)
-        before, fastest = fastest, min(timed(c) for c in visited)
-        if not near or fastest >= before - TIE_CYCLES:
-            return unseen(unworthy)  # a round of neighbours found nothing faster
-    return unseen(unworthy)
 
 
 # ----------------------------------------------------------------------------- choice
