@@ -201,29 +201,29 @@ class Memo(Generic[Remembered]):
 
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
-        self._choices: OrderedDict[tuple, Remembered] = OrderedDict()
+        self._entries: OrderedDict[tuple, Remembered] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: tuple) -> Remembered | None:
-        """The choice remembered for ``key``, or None."""
+        """What is remembered for ``key``, or None."""
         with self._lock:
-            choice = self._choices.get(key)
-            if choice is not None:
-                self._choices.move_to_end(key)
-            return choice
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
 
-    def put(self, key: tuple, choice: Remembered) -> None:
-        """Remember ``choice`` for ``key``."""
+    def put(self, key: tuple, value: Remembered) -> None:
+        """Remember ``value`` for ``key``."""
         with self._lock:
-            self._choices[key] = choice
-            self._choices.move_to_end(key)
-            while len(self._choices) > self.capacity:
-                self._choices.popitem(last=False)
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
 
     def clear(self) -> None:
-        """Forget every choice."""
+        """Forget everything remembered."""
         with self._lock:
-            self._choices.clear()
+            self._entries.clear()
 
 
 #: The process's remembered tile choices.

@@ -94,6 +94,15 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     (:func:`step_saves_at_most`). Returns the count that left untimed, if any.
     """
     visited: set[int] = set()
+    untimed: list[int] = []  # a step not timed: it could not save a step's worth
+    _walk(time_count, fewest, most, start, floor, visited, untimed)
+    return untimed[-1] if untimed and untimed[-1] not in visited else None
+
+
+def _walk(time_count: Callable[[int], float], fewest: int, most: int, start: int,
+          floor: float, visited: set[int], untimed: list[int]) -> None:
+    """:func:`search_counts`'s walk: adds each count it times to ``visited`` and each
+    step it leaves untimed to ``untimed``."""
 
     def at_floor(count: int) -> bool:
         return takes_floor(timed(count), floor)
@@ -117,9 +126,6 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
     def clamp(count: float) -> int:
         return min(most, max(fewest, int(round(count))))
 
-    def unseen(count: int | None) -> int | None:
-        return None if count in visited else count
-
     current = clamp(start)
     timed(current)  # first: a fast time there lets the others be bounded instead of simulated
     # (closer than a step: one core, three 4 GB/s engines, DDR bound, 11 and 12 tiles
@@ -133,13 +139,12 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
         middle = clamp(math.sqrt(fewest * current))
         if (middle in (fewest, current) or not saves(quicker, floor)
                 or not saves(quicker, timed(middle))):
-            return None
+            return
         current = middle
     came_from = None  # the count the walk last stepped from
-    unworthy = None  # a step not timed: it could not save a step's worth
     while True:
         if reached_floor():
-            return unseen(unworthy)
+            return
         steps = {clamp(current / 2), clamp(current * 2)} - {current}
         if came_from is not None:
             # the next step the same way, timed only if it could still save a step (among
@@ -151,13 +156,13 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
                     timed(current),
                     timed(current) - step_saves_at_most(timed(came_from), timed(current)))):
                 steps.discard(ahead)
-                unworthy = ahead
+                untimed.append(ahead)
         better = [c for c in steps if saves(timed(current), timed(c))]
         if not better:
             break
         came_from, current = current, min(better, key=timed)
     if current > NEIGHBOUR_TILES:
-        return unseen(unworthy)
+        return
     refined: set[int] = set()
     fastest = min(timed(c) for c in visited)
     while not reached_floor():
@@ -167,10 +172,9 @@ def search_counts(time_count: Callable[[int], float], fewest: int, most: int,
             refined.add(count)
             for neighbour in (count - NEIGHBOURS, count + NEIGHBOURS):
                 if reached_floor():
-                    return unseen(unworthy)
+                    return
                 if fewest <= neighbour <= most:
                     timed(neighbour)
         before, fastest = fastest, min(timed(c) for c in visited)
         if not near or fastest >= before - TIE_CYCLES:
-            return unseen(unworthy)  # a round of neighbours found nothing faster
-    return unseen(unworthy)
+            return  # a round of neighbours found nothing faster: the curve's best is known
